@@ -1,0 +1,11 @@
+//go:build tools
+
+// Package tools records the source packages that hack/install-tools.sh builds,
+// so that `go mod tidy` keeps their dependencies in go.sum.
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3/etcdmain"
+	_ "k8s.io/kubectl/pkg/cmd"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
+)
