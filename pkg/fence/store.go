@@ -1,0 +1,86 @@
+package fence
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrStale reports a write refused because its token was not greater than
+// the last accepted one. Match it with errors.Is.
+var ErrStale = errors.New("fence: stale token")
+
+// StaleError carries the token that was refused and the one in force.
+type StaleError struct {
+	Resource string
+	Token    uint64
+	Current  uint64
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("fence: write to %q with token %d refused: token %d was already accepted", e.Resource, e.Token, e.Current)
+}
+
+// Is makes errors.Is(err, ErrStale) true.
+func (e *StaleError) Is(target error) bool { return target == ErrStale }
+
+//go:embed write.lua
+var writeSrc string
+
+var writeScript = redis.NewScript(writeSrc)
+
+// RedisStore is a fenced key/value store on Redis: each resource is a hash
+// {token, value} under Prefix+resource.
+type RedisStore struct {
+	client redis.UniversalClient
+	prefix string
+}
+
+// NewRedisStore returns a store whose keys are prefix+resource. The prefix
+// defaults to "fence:" when empty.
+func NewRedisStore(client redis.UniversalClient, prefix string) *RedisStore {
+	if prefix == "" {
+		prefix = "fence:"
+	}
+	return &RedisStore{client: client, prefix: prefix}
+}
+
+// Write stores value for resource if token is greater than the last token
+// accepted for it; otherwise it returns a *StaleError matching ErrStale.
+func (s *RedisStore) Write(ctx context.Context, resource string, token uint64, value string) error {
+	res, err := writeScript.Run(ctx, s.client, []string{s.prefix + resource}, strconv.FormatUint(token, 10), value).StringSlice()
+	if err != nil {
+		return fmt.Errorf("fence: write %q: %w", resource, err)
+	}
+	if len(res) != 2 {
+		return fmt.Errorf("fence: write %q: unexpected reply %v", resource, res)
+	}
+	if res[0] == "1" {
+		return nil
+	}
+	current, _ := strconv.ParseUint(res[1], 10, 64)
+	return &StaleError{Resource: resource, Token: token, Current: current}
+}
+
+// Read returns the last accepted token and value of resource (0, "" when
+// nothing was written).
+func (s *RedisStore) Read(ctx context.Context, resource string) (uint64, string, error) {
+	res, err := s.client.HMGet(ctx, s.prefix+resource, "token", "value").Result()
+	if err != nil {
+		return 0, "", fmt.Errorf("fence: read %q: %w", resource, err)
+	}
+	tok, _ := res[0].(string)
+	val, _ := res[1].(string)
+	if tok == "" {
+		return 0, "", nil
+	}
+	token, err := strconv.ParseUint(tok, 10, 64)
+	if err != nil {
+		return 0, "", fmt.Errorf("fence: read %q: bad token %q: %w", resource, tok, err)
+	}
+	return token, val, nil
+}

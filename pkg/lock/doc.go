@@ -1,0 +1,47 @@
+// Package lock hands out leases on Redis keys: atomic acquisition
+// (SET NX PX in one script), owner-only release and renewal, a watchdog that
+// renews while the holder lives, a local validity deadline, and a monotonic
+// fencing token per acquisition.
+//
+//	locker, err := lock.New(redisClient, lock.WithTTL(10*time.Second))
+//	lease, err := locker.Acquire(ctx, "nightly-settlement")
+//	if err != nil { ... }
+//	defer lease.Release(context.Background())
+//	err = store.Write(lease.Context(), lease.Fence(), result) // bind work to the lease
+//
+// # What a lease guarantees
+//
+//   - While Err() is nil and ValidUntil has not passed, no other holder of
+//     this library holds the key on that Redis — provided Redis kept the key
+//     (see below) and clocks drift less than the drift allowance.
+//   - ValidUntil is measured on this process's monotonic clock from before
+//     the acquiring (or renewing) request was sent, minus a drift allowance,
+//     so it passes no later than the key expires in Redis. When it passes
+//     without a successful renewal, Done closes and Context is cancelled,
+//     even if Redis never answers: a paused or partitioned holder stops
+//     believing it holds the lock before anyone else can take it.
+//   - Fence() is greater than every fence handed out for the key before, as
+//     long as the counter survives or the server's clock did not go back (a
+//     lost counter restarts from the server's TIME in microseconds, which
+//     exceeds every earlier token unless more than a million acquisitions a
+//     second were made). Downstream stores that refuse smaller tokens
+//     (package fence) turn this into protection against late writes.
+//
+// # What it does not guarantee
+//
+//   - A lease cannot stop code that ignores it. A holder paused longer than
+//     the TTL (GC, SIGSTOP, a slow disk) resumes believing nothing and may
+//     still issue a write it prepared earlier; only a fenced store refuses it.
+//     Check Done, or pass Context, before every effect.
+//   - The watchdog proves the process is alive, not that its work advances:
+//     cap leases with WithMaxHold.
+//   - Redis replication is asynchronous. A master that acknowledges an
+//     acquisition and dies before replicating it can be replaced by a replica
+//     without the key: two holders. WithReplicaAck (WAIT) narrows this to
+//     failures of the replicas that acknowledged; fences may repeat across
+//     such a failover without it.
+//   - Redis must keep lock keys: a maxmemory-policy other than noeviction can
+//     evict them, and a restart without persistence forgets them.
+//   - Anyone who can run commands on the Redis server can break any lock:
+//     the lock value is a guard against mistakes, not an access control.
+package lock

@@ -1,0 +1,58 @@
+package lock
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Match them with errors.Is; errors that carry data
+// (NotAcquiredError) match the sentinel of their kind.
+var (
+	// ErrNotAcquired: the lock is held by someone else (TryAcquire), or an
+	// attempt's validity ran out before it completed.
+	ErrNotAcquired = errors.New("lock: not acquired")
+	// ErrLeaseLost: the lease ended without Release: renewal failed until the
+	// local deadline passed, the key was no longer ours, or WithMaxHold ran out.
+	ErrLeaseLost = errors.New("lock: lease lost")
+	// ErrReleased: the lease was ended by Release (or Locker.Close).
+	ErrReleased = errors.New("lock: lease released")
+	// ErrNotReplicated: WAIT saw fewer replica acknowledgements than
+	// WithReplicaAck asked for; the key was released.
+	ErrNotReplicated = errors.New("lock: acquisition not replicated")
+	// ErrQuorum: a Redlock operation did not reach a majority of nodes.
+	ErrQuorum = errors.New("lock: quorum not reached")
+	// ErrInvalidConfig: a constructor or option got an argument it cannot use.
+	ErrInvalidConfig = errors.New("lock: invalid configuration")
+	// ErrClosed: the Locker was closed.
+	ErrClosed = errors.New("lock: locker closed")
+	// ErrMaxHoldExceeded is the cause wrapped by ErrLeaseLost when renewal
+	// stopped because the lease reached its WithMaxHold limit.
+	ErrMaxHoldExceeded = errors.New("lock: max hold time reached")
+)
+
+// NotAcquiredError reports a lock held by someone else, with the holder's
+// remaining TTL as the server saw it (0 when unknown). It matches ErrNotAcquired.
+type NotAcquiredError struct {
+	Key string
+	// HolderTTL is the holder's remaining time to live; negative when the key
+	// exists without a TTL (set by something other than this library).
+	HolderTTL time.Duration
+	// Reason is set when the attempt itself succeeded on the server but did
+	// not count (for example, its validity ran out before it completed).
+	Reason string
+}
+
+func (e *NotAcquiredError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("lock: %q not acquired: %s", e.Key, e.Reason)
+	}
+	return fmt.Sprintf("lock: %q not acquired: held by another owner for %v more", e.Key, e.HolderTTL)
+}
+
+// Is makes errors.Is(err, ErrNotAcquired) true.
+func (e *NotAcquiredError) Is(target error) bool { return target == ErrNotAcquired }
+
+func invalidConfig(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+}

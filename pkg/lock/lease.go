@@ -1,0 +1,242 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Lease is one holding of a lock key. It ends when released, when the key is
+// found to be no longer ours, or when its local deadline (ValidUntil) passes
+// without a successful renewal — whichever comes first, even if Redis never
+// answers again. Methods are safe for concurrent use.
+type Lease struct {
+	locker     *Locker
+	key, value string
+	fence      uint64
+	acquiredAt time.Time
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu         sync.Mutex
+	validUntil time.Time
+	err        error // set once, when the lease ends
+	deadline   Timer
+	renewTimer Timer
+	renewing   chan struct{} // non-nil while the watchdog's renewal is in flight
+}
+
+func newLease(l *Locker, key, value string, fence uint64, sent, validUntil time.Time) *Lease {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &Lease{locker: l, key: key, value: value, fence: fence, acquiredAt: sent,
+		ctx: ctx, cancel: cancel, validUntil: validUntil}
+}
+
+// start arms the local deadline and the watchdog.
+func (s *Lease) start() {
+	clock := s.locker.cfg.clock
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deadline = clock.AfterFunc(s.validUntil.Sub(clock.Now()), s.checkDeadline)
+	if s.locker.cfg.watchdog {
+		s.renewTimer = clock.AfterFunc(s.locker.cfg.renewInterval, s.autoRenew)
+	}
+}
+
+// Key returns the lock key.
+func (s *Lease) Key() string { return s.key }
+
+// Value returns the ownership proof written to Redis. Treat it as a secret:
+// whoever has it can release or renew this lease. Never log it.
+func (s *Lease) Value() string { return s.value }
+
+// Fence returns the lease's fencing token: greater than every token handed
+// out for this key before (see the package doc for the assumptions), 0 when
+// fencing is off.
+func (s *Lease) Fence() uint64 { return s.fence }
+
+// ValidUntil returns the local deadline (with a monotonic clock reading):
+// the lease ends then unless a renewal succeeded.
+func (s *Lease) ValidUntil() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.validUntil
+}
+
+// Done is closed when the lease ends: released, lost, or past ValidUntil.
+func (s *Lease) Done() <-chan struct{} { return s.ctx.Done() }
+
+// Context is cancelled when Done closes; context.Cause(ctx) equals Err().
+// Bind the protected work to it.
+func (s *Lease) Context() context.Context { return s.ctx }
+
+// Err is nil while the lease is held; afterwards it matches ErrReleased or
+// ErrLeaseLost (wrapping the cause).
+func (s *Lease) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Renew extends the lease by the TTL now (the watchdog does this on its
+// own unless WithoutWatchdog). The local deadline moves only on success,
+// counted from before the request was sent. A key that is no longer ours
+// ends the lease with ErrLeaseLost.
+func (s *Lease) Renew(ctx context.Context) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	return s.renew(ctx)
+}
+
+func (s *Lease) renew(ctx context.Context) error {
+	cfg := &s.locker.cfg
+	ttl := cfg.ttl
+	if cfg.maxHold > 0 {
+		left := s.acquiredAt.Add(cfg.maxHold).Sub(cfg.clock.Now())
+		if left <= cfg.drift() {
+			s.stopWatchdog()
+			return fmt.Errorf("%w: held for %v", ErrMaxHoldExceeded, cfg.maxHold)
+		}
+		ttl = min(ttl, left)
+	}
+	sent := cfg.clock.Now()
+	ok, err := s.locker.backend.renew(ctx, s.key, s.value, ttl)
+	if err != nil {
+		s.locker.metrics.renewals.WithLabelValues("error").Inc()
+		return err
+	}
+	if !ok {
+		s.locker.metrics.renewals.WithLabelValues("not_owner").Inc()
+		lost := fmt.Errorf("%w: key %q is no longer ours", ErrLeaseLost, s.key)
+		s.end(lost, "not_owner")
+		return lost
+	}
+	s.locker.metrics.renewals.WithLabelValues("ok").Inc()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		// The deadline passed while the request was in flight: the lease is
+		// over here even though Redis extended the key; Release frees it.
+		return s.err
+	}
+	if until := sent.Add(ttl - cfg.drift()); until.After(s.validUntil) {
+		s.validUntil = until
+		s.deadline.Reset(until.Sub(cfg.clock.Now()))
+	}
+	return nil
+}
+
+// autoRenew is the watchdog: renew, then schedule the next renewal. Errors
+// are retried at the next tick; the local deadline ends the lease if they last.
+func (s *Lease) autoRenew() {
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return
+	}
+	done := make(chan struct{})
+	s.renewing = done
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithDeadline(context.Background(), s.ValidUntil())
+	err := s.renew(ctx)
+	cancel()
+	if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrMaxHoldExceeded) {
+		s.locker.cfg.logger.Info("renewal failed; retrying until the local deadline", "key", s.key, "error", err.Error())
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.renewing = nil
+	close(done)
+	if s.err == nil && !errors.Is(err, ErrMaxHoldExceeded) {
+		s.renewTimer.Reset(s.locker.cfg.renewInterval)
+	}
+}
+
+func (s *Lease) stopWatchdog() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.renewTimer != nil {
+		s.renewTimer.Stop()
+	}
+}
+
+// checkDeadline runs when the local deadline timer fires.
+func (s *Lease) checkDeadline() {
+	cfg := &s.locker.cfg
+	s.mu.Lock()
+	left := s.validUntil.Sub(cfg.clock.Now())
+	if s.err == nil && left > 0 { // extended since the timer was armed
+		s.deadline.Reset(left)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	cause := errors.New("local validity deadline passed without a successful renewal")
+	reason := "deadline"
+	if cfg.maxHold > 0 && cfg.clock.Now().Sub(s.acquiredAt) >= cfg.maxHold-cfg.drift() {
+		cause, reason = ErrMaxHoldExceeded, "max_hold"
+	}
+	s.end(fmt.Errorf("%w: %q: %w", ErrLeaseLost, s.key, cause), reason)
+}
+
+// end finishes the lease once with err: timers stop, Done closes.
+func (s *Lease) end(err error, reason string) bool {
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return false
+	}
+	s.err = err
+	s.deadline.Stop()
+	if s.renewTimer != nil {
+		s.renewTimer.Stop()
+	}
+	s.mu.Unlock()
+	s.cancel(err)
+	l := s.locker
+	l.forget(s)
+	l.metrics.holdSeconds.Observe(l.cfg.clock.Now().Sub(s.acquiredAt).Seconds())
+	if reason != "" {
+		l.metrics.lost.WithLabelValues(reason).Inc()
+		l.cfg.logger.Info("lease lost", "key", s.key, "fence", s.fence, "reason", err.Error())
+	}
+	return true
+}
+
+// Release ends the lease at once — locally even if Redis fails — and deletes
+// the key if it is still ours. It returns an error matching ErrLeaseLost when
+// the key was no longer ours (the lease had already been lost), ErrReleased
+// when called again, or the Redis error (the key then expires with its TTL).
+func (s *Lease) Release(ctx context.Context) error {
+	first := s.end(fmt.Errorf("%w: %q", ErrReleased, s.key), "")
+	prior := s.Err()
+	if !first && errors.Is(prior, ErrReleased) {
+		return prior
+	}
+	s.mu.Lock()
+	renewing := s.renewing
+	s.mu.Unlock()
+	if renewing != nil { // let an in-flight renewal finish so it cannot outlive us
+		select {
+		case <-renewing:
+		case <-ctx.Done():
+		}
+	}
+	ok, err := s.locker.backend.release(ctx, s.key, s.value)
+	switch {
+	case err != nil:
+		return err
+	case !first:
+		return prior // lost before Release: report how
+	case !ok:
+		return fmt.Errorf("%w: key %q was no longer ours at release", ErrLeaseLost, s.key)
+	}
+	s.locker.cfg.logger.V(1).Info("lease released", "key", s.key, "fence", s.fence)
+	return nil
+}

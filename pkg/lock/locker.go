@@ -1,0 +1,285 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Locker hands out leases on keys of one Redis deployment (New) or of a set
+// of independent nodes (NewRedlock). It is safe for concurrent use and meant
+// to be shared by a process: its goroutines contend for a key exactly as
+// separate processes do.
+type Locker struct {
+	cfg     config
+	backend backend
+	events  *events
+	metrics *metrics
+
+	mu      sync.Mutex
+	leases  map[*Lease]struct{}
+	closed  bool
+	closing chan struct{}
+}
+
+// New returns a Locker on one Redis deployment: a standalone *redis.Client, a
+// Sentinel failover client, or a *redis.ClusterClient. It does no I/O; bad
+// arguments fail with ErrInvalidConfig.
+func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	b, err := newSingle(client, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newLocker(cfg, b)
+}
+
+func newLocker(cfg config, b backend) (*Locker, error) {
+	m, err := newMetrics(cfg.registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Locker{
+		cfg:     cfg,
+		backend: b,
+		events:  newEvents(b.subscriber()),
+		metrics: m,
+		leases:  map[*Lease]struct{}{},
+		closing: make(chan struct{}),
+	}, nil
+}
+
+// TryAcquire makes one attempt. When the key is held it fails with a
+// *NotAcquiredError (errors.Is(err, ErrNotAcquired)) carrying the holder's
+// remaining TTL. ctx bounds the attempt, never the lease.
+func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lease, error) {
+	start := l.cfg.clock.Now()
+	lease, err := l.try(ctx, key)
+	l.metrics.observeAcquire(l.cfg.clock.Now().Sub(start), err)
+	return lease, err
+}
+
+// Acquire waits until it holds key, the Locker is closed, or ctx ends (the
+// error then matches ctx's error, and ErrNotAcquired when the key was held).
+// It does not poll: it wakes on the key's "released" message, or when the
+// holder's TTL has run out (with jitter), or after an error backoff.
+// ctx bounds the wait only, never the lease.
+func (l *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
+	start := l.cfg.clock.Now()
+	lease, err := l.acquire(ctx, key)
+	l.metrics.observeAcquire(l.cfg.clock.Now().Sub(start), err)
+	return lease, err
+}
+
+func (l *Locker) acquire(ctx context.Context, key string) (*Lease, error) {
+	var (
+		w       *waiter
+		backoff = l.cfg.backoffMin
+		lastErr error
+	)
+	defer func() {
+		if w != nil {
+			l.events.done(w)
+		}
+	}()
+	for {
+		lease, err := l.try(ctx, key)
+		if err == nil {
+			return lease, nil
+		}
+		var held *NotAcquiredError
+		var wait time.Duration
+		switch {
+		case errors.As(err, &held) && held.HolderTTL > 0:
+			wait = held.HolderTTL + jitter(l.cfg.backoffMin)
+			backoff = l.cfg.backoffMin
+		case errors.As(err, &held):
+			wait = jitter(backoff) // no TTL to wait for: back off
+		case retryable(err):
+			wait = jitter(backoff)
+			backoff = min(2*backoff, l.cfg.backoffMax)
+		default:
+			return nil, err
+		}
+		lastErr = err
+		if w == nil {
+			// Subscribe only once contended, so an uncontended Acquire costs
+			// one round trip; then retry at once, because a release may have
+			// happened before the subscription was in force.
+			if w, err = l.events.wait(ctx, key); err != nil {
+				return nil, err
+			}
+			if err := l.sleep(ctx, w.ready, wait, lastErr); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := l.sleep(ctx, w.wake, wait, lastErr); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// sleep returns when wake fires, d passes, or with an error when ctx ends or
+// the Locker closes.
+func (l *Locker) sleep(ctx context.Context, wake <-chan struct{}, d time.Duration, lastErr error) error {
+	fired := make(chan struct{})
+	t := l.cfg.clock.AfterFunc(d, func() { close(fired) })
+	defer t.Stop()
+	select {
+	case <-wake:
+	case <-fired:
+	case <-l.closing:
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("lock: waiting: %w", errors.Join(ctx.Err(), lastErr))
+	}
+	return nil
+}
+
+// try makes one acquisition attempt and, on success, starts the lease.
+func (l *Locker) try(ctx context.Context, key string) (*Lease, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if l.isClosed() {
+		return nil, ErrClosed
+	}
+	value, err := NewValue(l.cfg.identity)
+	if err != nil {
+		return nil, err
+	}
+	// Validity counts from before the request is sent: a reply read after a
+	// pause must not be credited with time that already passed.
+	sent := l.cfg.clock.Now()
+	a, err := l.backend.acquire(ctx, key, value, l.cfg.ttl)
+	if err != nil {
+		return nil, err
+	}
+	if !a.acquired {
+		return nil, &NotAcquiredError{Key: key, HolderTTL: a.holderTTL}
+	}
+	validUntil := sent.Add(l.cfg.ttl - l.cfg.drift())
+	if !l.cfg.clock.Now().Before(validUntil) {
+		l.releaseQuietly(key, value)
+		return nil, &NotAcquiredError{Key: key, Reason: "validity ran out before the acquisition completed"}
+	}
+	lease := newLease(l, key, value, a.fence, sent, validUntil)
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		l.releaseQuietly(key, value)
+		return nil, ErrClosed
+	}
+	l.leases[lease] = struct{}{}
+	l.mu.Unlock()
+	l.metrics.held.Inc()
+	l.cfg.logger.V(1).Info("lease acquired", "key", key, "identity", l.cfg.identity, "fence", a.fence)
+	lease.start()
+	return lease, nil
+}
+
+// releaseQuietly gives back a key this Locker will not use, within a bounded time.
+func (l *Locker) releaseQuietly(key, value string) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.closeTimeout)
+	defer cancel()
+	if _, err := l.backend.release(ctx, key, value); err != nil {
+		l.cfg.logger.Error(err, "releasing an unused acquisition; it expires with its TTL", "key", key)
+	}
+}
+
+func (l *Locker) forget(lease *Lease) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.leases[lease]; ok {
+		delete(l.leases, lease)
+		l.metrics.held.Dec()
+	}
+}
+
+func (l *Locker) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// Close releases every lease still held (within 5s in total), stops the
+// subscription and makes waiting Acquire calls return ErrClosed. Later calls
+// of any method return ErrClosed.
+func (l *Locker) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	close(l.closing)
+	leases := make([]*Lease, 0, len(l.leases))
+	for lease := range l.leases {
+		leases = append(leases, lease)
+	}
+	l.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.closeTimeout)
+	defer cancel()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, lease := range leases {
+		wg.Go(func() {
+			if err := lease.Release(ctx); err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrReleased) {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	l.events.close()
+	return errors.Join(errs...)
+}
+
+// retryable reports errors worth another attempt: the network and the
+// server's transient states, not misuse or script errors.
+func retryable(err error) bool {
+	switch {
+	case errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrClosed), errors.Is(err, ErrNotReplicated),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		// LOADING, READONLY (failover in progress), CLUSTERDOWN, TRYAGAIN,
+		// MASTERDOWN are transient; NOSCRIPT is handled by go-redis.
+		msg := rerr.Error()
+		for _, prefix := range []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "BUSY"} {
+			if len(msg) >= len(prefix) && msg[:len(prefix)] == prefix {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// jitter returns a duration uniformly drawn from [d/2, d], so waiters that
+// started together do not retry together.
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2+1)
+}

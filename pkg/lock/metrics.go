@@ -1,0 +1,82 @@
+package lock
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the redlease_lock_* series. Labels are bounded enums: keys and
+// identities are never labels (their number is unbounded).
+type metrics struct {
+	acquireSeconds *prometheus.HistogramVec // result
+	held           prometheus.Gauge
+	holdSeconds    prometheus.Histogram
+	renewals       *prometheus.CounterVec // result
+	lost           *prometheus.CounterVec // reason
+}
+
+func newMetrics(r prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		acquireSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "redlease_lock_acquire_duration_seconds",
+			Help:    "Time spent in Acquire/TryAcquire, waiting included, by result (acquired, not_acquired, error).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}, []string{"result"}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "redlease_lock_leases_held",
+			Help: "Leases currently held by this process.",
+		}),
+		holdSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "redlease_lock_hold_duration_seconds",
+			Help:    "How long leases were held, from the acquire request to their end.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
+		}),
+		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redlease_lock_renewals_total",
+			Help: "Lease renewals by result (ok, not_owner, error).",
+		}, []string{"result"}),
+		lost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redlease_lock_leases_lost_total",
+			Help: "Leases that ended without Release, by reason (deadline, not_owner, max_hold).",
+		}, []string{"reason"}),
+	}
+	if r == nil {
+		return m, nil
+	}
+	var err error
+	m.acquireSeconds = register(r, m.acquireSeconds, &err)
+	m.held = register(r, m.held, &err)
+	m.holdSeconds = register(r, m.holdSeconds, &err)
+	m.renewals = register(r, m.renewals, &err)
+	m.lost = register(r, m.lost, &err)
+	return m, err
+}
+
+// register registers c, or returns the collector already registered under
+// its name so that several Lockers can share one registry.
+func register[C prometheus.Collector](r prometheus.Registerer, c C, errp *error) C {
+	err := r.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	if err != nil && *errp == nil {
+		*errp = invalidConfig("registering metrics: %v", err)
+	}
+	return c
+}
+
+func (m *metrics) observeAcquire(d time.Duration, err error) {
+	result := "acquired"
+	switch {
+	case errors.Is(err, ErrNotAcquired):
+		result = "not_acquired"
+	case err != nil:
+		result = "error"
+	}
+	m.acquireSeconds.WithLabelValues(result).Observe(d.Seconds())
+}

@@ -1,0 +1,148 @@
+package lock
+
+import (
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Option configures a Locker. Every option states its default.
+type Option func(*config)
+
+type config struct {
+	ttl           time.Duration
+	renewInterval time.Duration // 0: DefaultRenewInterval(ttl)
+	watchdog      bool
+	maxHold       time.Duration
+	identity      string
+	driftFactor   float64
+	backoffMin    time.Duration
+	backoffMax    time.Duration
+	replicaAcks   int
+	replicaWait   time.Duration
+	fencing       bool
+	clock         Clock
+	logger        logr.Logger
+	registerer    prometheus.Registerer
+	closeTimeout  time.Duration
+}
+
+const (
+	// DefaultTTL is the lease length when WithTTL is not given.
+	DefaultTTL = 30 * time.Second
+	// DefaultDriftFactor is the share of the TTL set aside for clock drift.
+	DefaultDriftFactor = 0.01
+	// driftConstant is added to the drift allowance: the granularity of
+	// Redis's expiry plus scheduling noise (as in the Redlock description).
+	driftConstant = 2 * time.Millisecond
+	// minTTL keeps ttl well above the drift allowance.
+	minTTL = 10 * time.Millisecond
+)
+
+func defaultConfig() config {
+	return config{
+		ttl:          DefaultTTL,
+		watchdog:     true,
+		identity:     DefaultIdentity(),
+		driftFactor:  DefaultDriftFactor,
+		backoffMin:   10 * time.Millisecond,
+		backoffMax:   time.Second,
+		fencing:      true,
+		clock:        realClock{},
+		logger:       logr.Discard(),
+		closeTimeout: 5 * time.Second,
+	}
+}
+
+// WithTTL sets the lease length written to Redis. Default 30s (DefaultTTL);
+// at least 10ms.
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithRenewInterval sets the watchdog period. Default ttl/3
+// (DefaultRenewInterval); must be positive and shorter than the TTL.
+func WithRenewInterval(d time.Duration) Option { return func(c *config) { c.renewInterval = d } }
+
+// WithoutWatchdog turns automatic renewal off: a lease then ends at its
+// ValidUntil unless the caller renews it with Lease.Renew. Default: the
+// watchdog renews every renew interval.
+func WithoutWatchdog() Option { return func(c *config) { c.watchdog = false } }
+
+// WithMaxHold caps how long a lease may be held in total: renewals never
+// extend it past acquisition + d, so a stuck task cannot keep a lock forever
+// (the watchdog proves the process is alive, not that its work progresses).
+// The lease then ends with ErrLeaseLost wrapping ErrMaxHoldExceeded.
+// Default 0: no cap. When set, it must be at least the TTL.
+func WithMaxHold(d time.Duration) Option { return func(c *config) { c.maxHold = d } }
+
+// WithIdentity names the holder in lock values, "acquired" messages and the
+// controller's status. Default DefaultIdentity() (pod name or hostname, and
+// pid). No whitespace, at most 253 bytes.
+func WithIdentity(identity string) Option { return func(c *config) { c.identity = identity } }
+
+// WithDriftFactor sets the share of the TTL subtracted from a lease's local
+// validity for clock drift between this process and Redis (plus 2ms).
+// Default 0.01; must be in [0, 0.5).
+func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor = f } }
+
+// WithRetryBackoff bounds the jittered exponential backoff Acquire uses after
+// errors, and min also bounds the jitter added to waits for a holder's TTL.
+// Default 10ms and 1s.
+func WithRetryBackoff(min, max time.Duration) Option {
+	return func(c *config) { c.backoffMin, c.backoffMax = min, max }
+}
+
+// WithReplicaAck makes every acquisition wait, on the same connection, until
+// n replicas acknowledged it (Redis WAIT n timeout). Fewer acknowledgements
+// release the key and fail with ErrNotReplicated. This is what keeps a lease
+// (and its fence increment) through a failover to a replica. Default n=0: no
+// WAIT; timeout must be positive when n > 0.
+func WithReplicaAck(n int, timeout time.Duration) Option {
+	return func(c *config) { c.replicaAcks, c.replicaWait = n, timeout }
+}
+
+// WithFencing turns fencing tokens on or off. Default true: every
+// acquisition increments the key's fence counter and Lease.Fence returns it.
+func WithFencing(enabled bool) Option { return func(c *config) { c.fencing = enabled } }
+
+// WithClock injects the time source (tests). Default: the system clock.
+func WithClock(clock Clock) Option { return func(c *config) { c.clock = clock } }
+
+// WithLogger sets the logger. Default logr.Discard(). Lock values are never logged.
+func WithLogger(l logr.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithMetrics registers the redlease_lock_* metrics with r. Default: no
+// metrics. Several Lockers may share one registerer.
+func WithMetrics(r prometheus.Registerer) Option { return func(c *config) { c.registerer = r } }
+
+func (c *config) validate() error {
+	if c.renewInterval == 0 {
+		c.renewInterval = DefaultRenewInterval(c.ttl)
+	}
+	switch {
+	case c.ttl < minTTL:
+		return invalidConfig("ttl %v is below %v", c.ttl, minTTL)
+	case c.renewInterval <= 0 || c.renewInterval >= c.ttl:
+		return invalidConfig("renew interval %v must be positive and shorter than ttl %v", c.renewInterval, c.ttl)
+	case c.driftFactor < 0 || c.driftFactor >= 0.5:
+		return invalidConfig("drift factor %v is outside [0, 0.5)", c.driftFactor)
+	case c.drift() >= c.ttl:
+		return invalidConfig("ttl %v leaves no validity after the drift allowance %v", c.ttl, c.drift())
+	case c.maxHold != 0 && c.maxHold < c.ttl:
+		return invalidConfig("max hold %v is shorter than ttl %v", c.maxHold, c.ttl)
+	case c.backoffMin <= 0 || c.backoffMax < c.backoffMin:
+		return invalidConfig("retry backoff [%v, %v] is not a positive range", c.backoffMin, c.backoffMax)
+	case c.replicaAcks < 0:
+		return invalidConfig("replica acks %d is negative", c.replicaAcks)
+	case c.replicaAcks > 0 && c.replicaWait <= 0:
+		return invalidConfig("replica ack timeout %v must be positive", c.replicaWait)
+	case c.clock == nil:
+		return invalidConfig("nil clock")
+	}
+	return ValidateIdentity(c.identity)
+}
+
+// drift is the validity set aside for clock drift: ttl × factor + 2ms.
+func (c *config) drift() time.Duration {
+	return time.Duration(float64(c.ttl)*c.driftFactor) + driftConstant
+}

@@ -1,0 +1,165 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// A waiter is woken by the release message, not by its fallback timer: the
+// holder's TTL (the fallback) is 20s, the hand-off must take well under a second.
+func TestWaiterIsWokenByTheReleaseMessage(t *testing.T) {
+	srv, _ := startRedis(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	holderL := newLocker(t, srv.Client(t), lock.WithTTL(20*time.Second))
+	waiterL := newLocker(t, srv.Client(t), lock.WithTTL(20*time.Second))
+
+	lease, err := holderL.TryAcquire(ctx, "handoff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		next, err := waiterL.Acquire(ctx, "handoff")
+		if err != nil {
+			t.Error(err)
+			close(got)
+			return
+		}
+		got <- time.Now()
+		next.Release(ctx)
+	}()
+	time.Sleep(200 * time.Millisecond) // let the waiter subscribe and sleep on the 20s TTL
+	released := time.Now()
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at, ok := <-got:
+		if !ok {
+			return
+		}
+		// Expected: about a millisecond. The bound is far above that and far
+		// below the 20s fallback.
+		if d := at.Sub(released); d > 250*time.Millisecond {
+			t.Fatalf("hand-off took %v: the waiter was not woken by the release", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter was not woken by the release message")
+	}
+}
+
+// A goroutine asking for a key its own Locker holds waits, as with sync.Mutex.
+func TestSameLockerContendsLikeSeparateProcesses(t *testing.T) {
+	_, client := startRedis(t)
+	l := newLocker(t, client, lock.WithTTL(10*time.Second))
+	ctx := ctxTimeout(t, 10*time.Second)
+	first, err := l.Acquire(ctx, "reentry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Acquire(ctxTimeout(t, 100*time.Millisecond), "reentry"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second Acquire on a held key = %v, want it to wait until its context ends", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		second, err := l.Acquire(ctx, "reentry")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		second.Release(ctx)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	first.Release(ctx)
+	waitClosed(t, done, 2*time.Second, "the second goroutine's acquisition")
+}
+
+// Cancellation returns promptly with an error matching the context's error
+// (and ErrNotAcquired, since the key was held).
+func TestAcquireReturnsPromptlyWhenItsContextEnds(t *testing.T) {
+	_, client := startRedis(t)
+	l := newLocker(t, client, lock.WithTTL(30*time.Second))
+	ctx := ctxTimeout(t, 10*time.Second)
+	lease, err := l.TryAcquire(ctx, "cancel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(ctx)
+
+	tests := []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want error
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 100*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"cancel", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(100*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := tt.ctx()
+			defer cancel()
+			start := time.Now()
+			_, err := l.Acquire(ctx, "cancel")
+			if !errors.Is(err, tt.want) || !errors.Is(err, lock.ErrNotAcquired) {
+				t.Fatalf("Acquire = %v, want %v and ErrNotAcquired", err, tt.want)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Fatalf("Acquire returned %v after a 100ms context", d)
+			}
+		})
+	}
+}
+
+// Close wakes waiting Acquire calls with ErrClosed and releases held leases.
+func TestCloseReleasesLeasesAndStopsWaiters(t *testing.T) {
+	_, client := startRedis(t)
+	holder := newLocker(t, client)
+	l, err := lock.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxTimeout(t, 10*time.Second)
+	mine, err := l.TryAcquire(ctx, "closing-held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := holder.TryAcquire(ctx, "closing-wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release(ctx)
+	waitErr := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(ctx, "closing-wait")
+		waitErr <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-waitErr:
+		if !errors.Is(err, lock.ErrClosed) {
+			t.Fatalf("waiting Acquire = %v, want ErrClosed", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not stop a waiting Acquire")
+	}
+	if !errors.Is(mine.Err(), lock.ErrReleased) {
+		t.Fatalf("held lease after Close: %v, want ErrReleased", mine.Err())
+	}
+	if n := client.Exists(ctx, "closing-held").Val(); n != 0 {
+		t.Fatal("Close left its lease's key in Redis")
+	}
+}
