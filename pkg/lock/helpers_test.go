@@ -3,6 +3,8 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -13,8 +15,27 @@ import (
 	"github.com/redlease/redlease/pkg/lock"
 )
 
+// exampleAddr is the redis-server the runnable examples use.
+var exampleAddr string
+
+// TestMain starts the examples' server and, after every test, fails the run
+// if any goroutine outlived its Locker or Lease.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	srv, stop, err := redistest.StartForMain()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	exampleAddr = srv.Addr()
+	code := m.Run()
+	stop()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines leaked:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // startRedis starts a real redis-server for one test and returns a client on it.

@@ -193,9 +193,10 @@ func (s *Lease) end(err error, reason string) bool {
 		return false
 	}
 	s.err = err
-	s.deadline.Stop()
-	if s.renewTimer != nil {
-		s.renewTimer.Stop()
+	for _, t := range []Timer{s.deadline, s.renewTimer} {
+		if t != nil { // nil before start, or without a watchdog
+			t.Stop()
+		}
 	}
 	s.mu.Unlock()
 	s.cancel(err)

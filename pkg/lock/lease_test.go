@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/fence"
 	"github.com/redlease/redlease/pkg/lock"
-	"github.com/redlease/redlease/internal/redistest"
 )
 
 // The watchdog keeps a lease while its holder works, for many TTLs.

@@ -1,0 +1,77 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+func Example() {
+	client := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer client.Close()
+	locker, err := lock.New(client, lock.WithTTL(10*time.Second), lock.WithIdentity("worker-1"))
+	if err != nil {
+		panic(err)
+	}
+	defer locker.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // bounds the wait only
+	defer cancel()
+	lease, err := locker.Acquire(ctx, "example/settlement")
+	if err != nil {
+		panic(err)
+	}
+	defer lease.Release(context.Background())
+
+	// Do the work under lease.Context(): it is cancelled the moment the lease
+	// ends, and pass lease.Fence() to the store that receives the result.
+	fmt.Println("holding", lease.Key(), "fenced:", lease.Fence() > 0, "ended:", lease.Err() != nil)
+	// Output: holding example/settlement fenced: true ended: false
+}
+
+func ExampleLocker_TryAcquire() {
+	client := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer client.Close()
+	a, _ := lock.New(client, lock.WithIdentity("a"))
+	b, _ := lock.New(client, lock.WithIdentity("b"))
+	defer a.Close()
+	defer b.Close()
+	ctx := context.Background()
+
+	lease, err := a.TryAcquire(ctx, "example/try")
+	if err != nil {
+		panic(err)
+	}
+	_, err = b.TryAcquire(ctx, "example/try")
+	var held *lock.NotAcquiredError
+	fmt.Println(errors.Is(err, lock.ErrNotAcquired), errors.As(err, &held) && held.HolderTTL > 0)
+
+	fmt.Println(lease.Release(ctx))
+	// Output:
+	// true true
+	// <nil>
+}
+
+func ExampleLease_Done() {
+	client := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer client.Close()
+	// Without the watchdog a lease ends at its local deadline.
+	locker, _ := lock.New(client, lock.WithTTL(50*time.Millisecond), lock.WithoutWatchdog())
+	defer locker.Close()
+
+	lease, err := locker.TryAcquire(context.Background(), "example/done")
+	if err != nil {
+		panic(err)
+	}
+	<-lease.Done()
+	fmt.Println(errors.Is(lease.Err(), lock.ErrLeaseLost))
+	fmt.Println(errors.Is(context.Cause(lease.Context()), lock.ErrLeaseLost))
+	// Output:
+	// true
+	// true
+}
