@@ -1,0 +1,147 @@
+/*
+Copyright 2026 The redlease Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// Condition types of a DistributedLock (status.conditions[].type).
+//
+// This file is the one place that lists condition types and reasons; the
+// README's troubleshooting table lists the same reasons.
+const (
+	// ConditionReady is True only when every safety property the resource
+	// asks for is in force: endpoints resolved and reachable, the replica
+	// guard applied (when requested), the Redlock quorum available (Redlock).
+	// Its reason is Available when True, else the reason of the first
+	// condition that holds it back.
+	ConditionReady = "Ready"
+
+	// ConditionEndpointsResolved is True when the controller found the Redis
+	// endpoints (addresses, Service EndpointSlices, Sentinel master and
+	// replicas, Cluster masters) and could talk to them.
+	ConditionEndpointsResolved = "EndpointsResolved"
+
+	// ConditionReplicationGuarded (Replicated, Sentinel, Cluster) is True when
+	// the requested safety.minReplicasToWrite/minReplicasMaxLag are in force
+	// on every master and enough replicas are connected for the requested
+	// waitForReplicas.
+	ConditionReplicationGuarded = "ReplicationGuarded"
+
+	// ConditionQuorumAvailable (Redlock) is True when a majority of
+	// independent nodes is reachable.
+	ConditionQuorumAvailable = "QuorumAvailable"
+
+	// ConditionPreflight is True when no server setting endangers the locks
+	// (eviction policy, persistence). A False Preflight is a warning: it does
+	// not by itself make Ready False.
+	ConditionPreflight = "Preflight"
+)
+
+// Condition reasons (status.conditions[].reason), stable CamelCase words.
+// Some are also the reasons of Events.
+const (
+	// ReasonAvailable (Ready True): every safety property the resource asks
+	// for is in force.
+	ReasonAvailable = "Available"
+
+	// ReasonReconciling (Unknown): the controller has not finished its first
+	// observation of this generation.
+	ReasonReconciling = "Reconciling"
+
+	// ReasonEndpointsResolved (EndpointsResolved True): every endpoint was
+	// found and answered.
+	ReasonEndpointsResolved = "Resolved"
+
+	// ReasonEndpointsUnresolved: no endpoint could be found: the Service or
+	// its EndpointSlices are missing or have no ready endpoint, the
+	// sentinels do not know the master, or no Cluster seed answered.
+	ReasonEndpointsUnresolved = "EndpointsUnresolved"
+
+	// ReasonEndpointUnreachable: an endpoint did not answer (connection
+	// refused, timeout, TLS failure); status.endpoints[].lastError says why.
+	ReasonEndpointUnreachable = "EndpointUnreachable"
+
+	// ReasonAuthFailed: a server refused the credentials of
+	// spec.redis.passwordSecretRef (or the sentinels' credentials).
+	ReasonAuthFailed = "AuthFailed"
+
+	// ReasonSecretUnavailable: a Secret the resource references (password,
+	// CA bundle) or the key in it does not exist in the resource's namespace.
+	ReasonSecretUnavailable = "SecretUnavailable"
+
+	// ReasonMasterUnknown (Replicated, Sentinel): no reachable endpoint is a
+	// master, or more than one claims to be.
+	ReasonMasterUnknown = "MasterUnknown"
+
+	// ReasonGuardApplied (ReplicationGuarded True): the requested replica
+	// guard is in force on every master.
+	ReasonGuardApplied = "GuardApplied"
+
+	// ReasonNotRequested: the resource does not ask for what this condition
+	// reports (no safety.minReplicasToWrite or waitForReplicas for
+	// ReplicationGuarded); the condition does not hold back Ready.
+	ReasonNotRequested = "NotRequested"
+
+	// ReasonGuardMissing (ReplicationGuarded False): a master's
+	// min-replicas-to-write/min-replicas-max-lag are weaker than requested
+	// and manageReplicaSettings is false, so the controller may not fix them.
+	ReasonGuardMissing = "GuardMissing"
+
+	// ReasonReplicasInsufficient (ReplicationGuarded False): a master has
+	// fewer connected, in-lag replicas than minReplicasToWrite or
+	// waitForReplicas need; writes (and so acquires) will fail.
+	ReasonReplicasInsufficient = "ReplicasInsufficient"
+
+	// ReasonConfigUnavailable (ReplicationGuarded or Preflight False): CONFIG
+	// GET/SET is disabled, renamed or denied by ACL, so the settings cannot
+	// be read or applied.
+	ReasonConfigUnavailable = "ConfigUnavailable"
+
+	// ReasonSettingsConflict: two or more DistributedLocks ask one master
+	// for different replica settings; the stricter values apply and every
+	// lock involved reports this reason.
+	ReasonSettingsConflict = "SettingsConflict"
+
+	// ReasonQuorumReached (QuorumAvailable True): a majority of independent
+	// Redlock nodes is reachable.
+	ReasonQuorumReached = "QuorumReached"
+
+	// ReasonQuorumUnavailable (QuorumAvailable False): fewer than a majority
+	// of the Redlock nodes are reachable; no lease can be acquired.
+	ReasonQuorumUnavailable = "QuorumUnavailable"
+
+	// ReasonNodesNotIndependent (QuorumAvailable False): two Redlock nodes
+	// are one server (same run_id) or one replicates another, so a majority
+	// can be lost at once.
+	ReasonNodesNotIndependent = "NodesNotIndependent"
+
+	// ReasonPreflightPassed (Preflight True): no server setting endangers
+	// the locks.
+	ReasonPreflightPassed = "PreflightPassed"
+
+	// ReasonEvictionPolicyUnsafe (Preflight False): maxmemory-policy is not
+	// noeviction, so Redis can evict lock keys and fence counters under
+	// memory pressure.
+	ReasonEvictionPolicyUnsafe = "EvictionPolicyUnsafe"
+
+	// ReasonPersistenceDisabled (Preflight False): neither RDB nor AOF is on,
+	// so after a restart fencing tokens rely on the server clock floor alone.
+	ReasonPersistenceDisabled = "PersistenceDisabled"
+
+	// ReasonFenceFloorRaised (Event): the fence counter in Redis was below
+	// status.fenceHighWater (a clock went back or a failover lost
+	// increments) and the controller raised it above.
+	ReasonFenceFloorRaised = "FenceFloorRaised"
+)

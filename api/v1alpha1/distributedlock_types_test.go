@@ -1,0 +1,665 @@
+/*
+Copyright 2026 The redlease Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	v1alpha1 "github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/kubetest"
+)
+
+// The package's tests share one API server (it takes seconds to start).
+func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+
+type obj = map[string]any
+
+// list returns a JSON array; list() is [] (not null, which means absent).
+func list(items ...any) []any { return append([]any{}, items...) }
+
+// newLock returns an unstructured DistributedLock: the tables need values
+// the Go types cannot hold (malformed durations, explicit zeros, []).
+func newLock(ns, name string, spec obj) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: obj{"spec": spec}}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("DistributedLock"))
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+func standalone() obj { return obj{"mode": "Standalone", "addresses": list("redis:6379")} }
+
+func timeout(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestInvalidRefused creates DistributedLocks the API server must refuse,
+// and checks that the error names the field and explains the rule.
+func TestInvalidRefused(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+
+	svc := obj{"name": "redis", "port": 6379}
+	secret := obj{"name": "redis-auth", "key": "password"}
+	three := list("r-0:6379", "r-1:6379", "r-2:6379")
+
+	cases := []struct {
+		name  string
+		spec  obj
+		field string // the field path the error is reported at
+		msg   string // a substring of the message
+	}{
+		// Where the servers are, by mode.
+		{"redis missing", obj{"ttl": "30s"},
+			"spec.redis", "Required value"},
+		{"mode missing", obj{"redis": obj{"addresses": list("redis:6379")}},
+			"spec.redis.mode", "Required value"},
+		{"unknown mode", obj{"redis": obj{"mode": "Master", "addresses": list("redis:6379")}},
+			"spec.redis.mode", `supported values: "Standalone", "Replicated", "Sentinel", "Cluster", "Redlock"`},
+		{"neither addresses nor service", obj{"redis": obj{"mode": "Replicated"}},
+			"spec.redis", "set addresses or service to say where the Redis servers are"},
+		{"addresses and service", obj{"redis": obj{"mode": "Replicated", "addresses": list("redis:6379"), "service": svc}},
+			"spec.redis", "set either addresses or service, not both"},
+		{"standalone with two addresses", obj{"redis": obj{"mode": "Standalone", "addresses": list("a:6379", "b:6379")}},
+			"spec.redis.addresses", "Standalone mode takes exactly one address"},
+		{"standalone with no address", obj{"redis": obj{"mode": "Standalone", "addresses": list()}},
+			"spec.redis.addresses", "Standalone mode takes exactly one address"},
+		{"replicated with no address", obj{"redis": obj{"mode": "Replicated", "addresses": list()}},
+			"spec.redis.addresses", "Replicated mode needs at least one address"},
+		{"cluster with no seed", obj{"redis": obj{"mode": "Cluster", "addresses": list()}},
+			"spec.redis.addresses", "Cluster mode needs at least one seed address"},
+		{"cluster on database 3", obj{"redis": obj{"mode": "Cluster", "addresses": list("c:6379"), "db": 3}},
+			"spec.redis.db", "Redis Cluster has only database 0"},
+		{"database 16", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "db": 16}},
+			"spec.redis.db", "less than or equal to 15"},
+		{"redlock with one address", obj{"redis": obj{"mode": "Redlock", "addresses": list("r-0:6379")}},
+			"spec.redis.addresses", "Redlock needs an odd number (3, 5, 7...) of independent nodes"},
+		{"redlock with two addresses", obj{"redis": obj{"mode": "Redlock", "addresses": list("r-0:6379", "r-1:6379")}},
+			"spec.redis.addresses", "Redlock needs an odd number (3, 5, 7...) of independent nodes"},
+		{"redlock with four addresses", obj{"redis": obj{"mode": "Redlock", "addresses": list("r-0:6379", "r-1:6379", "r-2:6379", "r-3:6379")}},
+			"spec.redis.addresses", "Redlock needs an odd number (3, 5, 7...) of independent nodes"},
+		{"redlock with one address twice", obj{"redis": obj{"mode": "Redlock", "addresses": list("r-0:6379", "r-0:6379", "r-1:6379")}},
+			"spec.redis.addresses[1]", "Duplicate value"},
+		{"redlock service without nodes", obj{"redis": obj{"mode": "Redlock", "service": svc}},
+			"spec.redis.nodes", "Redlock with a service needs nodes"},
+		{"redlock service with 4 nodes", obj{"redis": obj{"mode": "Redlock", "service": svc, "nodes": 4}},
+			"spec.redis.nodes", "the declared odd number (3, 5, 7...) of independent nodes"},
+		{"redlock service with 1 node", obj{"redis": obj{"mode": "Redlock", "service": svc, "nodes": 1}},
+			"spec.redis.nodes", "the declared odd number (3, 5, 7...) of independent nodes"},
+		{"nodes with redlock addresses", obj{"redis": obj{"mode": "Redlock", "addresses": three, "nodes": 3}},
+			"spec.redis.nodes", "only used by Redlock mode with a service"},
+		{"nodes outside redlock", obj{"redis": obj{"mode": "Standalone", "service": svc, "nodes": 3}},
+			"spec.redis.nodes", "only used by Redlock mode with a service"},
+		{"sentinel mode without sentinel", obj{"redis": obj{"mode": "Sentinel"}},
+			"spec.redis.sentinel", "Sentinel mode needs sentinel.masterName and sentinel.addresses"},
+		{"sentinel mode with addresses", obj{"redis": obj{"mode": "Sentinel", "addresses": list("redis:6379"),
+			"sentinel": obj{"masterName": "mymaster", "addresses": list("s:26379")}}},
+			"spec.redis", "in Sentinel mode the servers are found through the sentinels"},
+		{"sentinel mode with service", obj{"redis": obj{"mode": "Sentinel", "service": svc,
+			"sentinel": obj{"masterName": "mymaster", "addresses": list("s:26379")}}},
+			"spec.redis", "in Sentinel mode the servers are found through the sentinels"},
+		{"sentinel outside sentinel mode", obj{"redis": obj{"mode": "Replicated", "addresses": list("redis:6379"),
+			"sentinel": obj{"masterName": "mymaster", "addresses": list("s:26379")}}},
+			"spec.redis.sentinel", "is only used in Sentinel mode"},
+		{"sentinel without addresses", obj{"redis": obj{"mode": "Sentinel", "sentinel": obj{"masterName": "mymaster", "addresses": list()}}},
+			"spec.redis.sentinel.addresses", "at least 1 items"},
+		{"sentinel without master name", obj{"redis": obj{"mode": "Sentinel", "sentinel": obj{"addresses": list("s:26379")}}},
+			"spec.redis.sentinel.masterName", "Required value"},
+		{"sentinel address without port", obj{"redis": obj{"mode": "Sentinel", "sentinel": obj{"masterName": "m", "addresses": list("sentinel")}}},
+			"spec.redis.sentinel.addresses[0]", "must be host:port"},
+
+		// Addresses and Service.
+		{"address without port", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis")}},
+			"spec.redis.addresses[0]", "must be host:port, e.g. redis-0.redis:6379"},
+		{"address with port 70000", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:70000")}},
+			"spec.redis.addresses[0]", "must be host:port"},
+		{"address with port 0", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:0")}},
+			"spec.redis.addresses[0]", "must be host:port"},
+		{"address is a URL", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis://redis:6379")}},
+			"spec.redis.addresses[0]", "must be host:port"},
+		{"IPv6 address without brackets", obj{"redis": obj{"mode": "Standalone", "addresses": list("fd00::1:6379")}},
+			"spec.redis.addresses[0]", "must be host:port"},
+		{"service port 0", obj{"redis": obj{"mode": "Standalone", "service": obj{"name": "redis", "port": 0}}},
+			"spec.redis.service.port", "greater than or equal to 1"},
+		{"service port 65536", obj{"redis": obj{"mode": "Standalone", "service": obj{"name": "redis", "port": 65536}}},
+			"spec.redis.service.port", "less than or equal to 65535"},
+		{"service name not a DNS label", obj{"redis": obj{"mode": "Standalone", "service": obj{"name": "Redis_Main", "port": 6379}}},
+			"spec.redis.service.name", "must be a Service name"},
+
+		// Credentials and TLS.
+		{"username without password", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "username": "locks"}},
+			"spec.redis.passwordSecretRef", "username needs passwordSecretRef"},
+		{"password secret without key", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "passwordSecretRef": obj{"name": "auth"}}},
+			"spec.redis.passwordSecretRef.key", "Required value"},
+		{"password secret with a bad name", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "passwordSecretRef": obj{"name": "Auth!", "key": "p"}}},
+			"spec.redis.passwordSecretRef.name", "must be a Secret name"},
+		{"CA without TLS", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "tls": obj{"caSecretRef": obj{"name": "ca", "key": "ca.crt"}}}},
+			"spec.redis.tls", "caSecretRef, serverName and insecureSkipVerify need enabled: true"},
+		{"CA with TLS disabled", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "tls": obj{"enabled": false, "caSecretRef": obj{"name": "ca", "key": "ca.crt"}}}},
+			"spec.redis.tls", "need enabled: true"},
+		{"CA and insecureSkipVerify", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "tls": obj{"enabled": true, "insecureSkipVerify": true, "caSecretRef": obj{"name": "ca", "key": "ca.crt"}}}},
+			"spec.redis.tls.insecureSkipVerify", "caSecretRef would be ignored"},
+
+		// Durations.
+		{"ttl below 100ms", obj{"ttl": "50ms", "redis": standalone()},
+			"spec.ttl", "must be between 100ms and 24h"},
+		{"ttl above 24h", obj{"ttl": "25h", "redis": standalone()},
+			"spec.ttl", "must be between 100ms and 24h"},
+		{"ttl zero", obj{"ttl": "0s", "redis": standalone()},
+			"spec.ttl", "must be between 100ms and 24h"},
+		{"ttl not a duration", obj{"ttl": "thirty seconds", "redis": standalone()},
+			"spec.ttl", "must be a duration such as 30s"},
+		{"ttl in days", obj{"ttl": "1d", "redis": standalone()},
+			"spec.ttl", "must be a duration such as 30s"},
+		{"ttl negative", obj{"ttl": "-30s", "redis": standalone()},
+			"spec.ttl", "must be a duration such as 30s"},
+		{"renewInterval equal to ttl", obj{"ttl": "10s", "renewInterval": "10s", "redis": standalone()},
+			"spec.renewInterval", "must be shorter than ttl"},
+		{"renewInterval above the default ttl", obj{"renewInterval": "1m", "redis": standalone()},
+			"spec.renewInterval", "must be shorter than ttl"},
+		{"renewInterval below 10ms", obj{"renewInterval": "1ms", "redis": standalone()},
+			"spec.renewInterval", "must be at least 10ms"},
+		{"renewInterval not a duration", obj{"renewInterval": "often", "redis": standalone()},
+			"spec.renewInterval", "must be a duration such as 10s"},
+
+		// Replica guards.
+		{"max lag not whole seconds", obj{"redis": obj{"mode": "Replicated", "addresses": three}, "safety": obj{"minReplicasToWrite": 1, "minReplicasMaxLag": "1500ms"}},
+			"spec.safety.minReplicasMaxLag", "must be a whole number of seconds"},
+		{"max lag zero", obj{"redis": obj{"mode": "Replicated", "addresses": three}, "safety": obj{"minReplicasToWrite": 1, "minReplicasMaxLag": "0s"}},
+			"spec.safety.minReplicasMaxLag", "must be between 1s and 1h"},
+		{"max lag over an hour", obj{"redis": obj{"mode": "Replicated", "addresses": three}, "safety": obj{"minReplicasToWrite": 1, "minReplicasMaxLag": "2h"}},
+			"spec.safety.minReplicasMaxLag", "must be between 1s and 1h"},
+		{"negative minReplicasToWrite", obj{"redis": obj{"mode": "Replicated", "addresses": three}, "safety": obj{"minReplicasToWrite": -1}},
+			"spec.safety.minReplicasToWrite", "greater than or equal to 0"},
+		{"negative waitForReplicas", obj{"redis": obj{"mode": "Replicated", "addresses": three}, "safety": obj{"waitForReplicas": -1}},
+			"spec.safety.waitForReplicas", "greater than or equal to 0"},
+		{"replica guard on standalone", obj{"redis": standalone(), "safety": obj{"minReplicasToWrite": 1}},
+			"spec.safety.minReplicasToWrite", "replica guards need replicas: use them with Replicated, Sentinel or Cluster mode"},
+		{"replica guard on redlock", obj{"redis": obj{"mode": "Redlock", "addresses": three}, "safety": obj{"minReplicasToWrite": 1}},
+			"spec.safety.minReplicasToWrite", "Standalone and Redlock servers run without replicas"},
+		{"waitForReplicas on standalone", obj{"redis": standalone(), "safety": obj{"waitForReplicas": 1}},
+			"spec.safety.waitForReplicas", "waiting for replicas needs replicas"},
+		{"waitForReplicas on redlock", obj{"redis": obj{"mode": "Redlock", "addresses": three}, "safety": obj{"waitForReplicas": 1}},
+			"spec.safety.waitForReplicas", "waiting for replicas needs replicas"},
+		{"manageReplicaSettings without a value", obj{"redis": obj{"mode": "Replicated", "addresses": three}, "safety": obj{"manageReplicaSettings": true}},
+			"spec.safety.minReplicasToWrite", "manageReplicaSettings needs minReplicasToWrite of 1 or more"},
+		{"manageReplicaSettings with zero", obj{"redis": obj{"mode": "Replicated", "addresses": three}, "safety": obj{"manageReplicaSettings": true, "minReplicasToWrite": 0}},
+			"spec.safety.minReplicasToWrite", "manageReplicaSettings needs minReplicasToWrite of 1 or more"},
+
+		// Key.
+		{"key with a space", obj{"key": "nightly settlement", "redis": standalone()},
+			"spec.key", "must not contain whitespace or control characters"},
+		{"key with a newline", obj{"key": "settlement\n", "redis": standalone()},
+			"spec.key", "must not contain whitespace or control characters"},
+		{"key with a no-break space", obj{"key": "nightly\u00a0settlement", "redis": standalone()},
+			"spec.key", "must not contain whitespace or control characters"},
+		{"key with a hash tag", obj{"key": "{billing}settlement", "redis": standalone()},
+			"spec.key", "must not contain '{' or '}'"},
+		{"empty key", obj{"key": "", "redis": standalone()},
+			"spec.key", "at least 1 chars long"},
+		{"key of 513 characters", obj{"key": strings.Repeat("k", 513), "redis": standalone()},
+			"spec.key", "may not be more than 512 bytes"},
+		{"key of 300 characters but 600 bytes", obj{"key": strings.Repeat("é", 300), "redis": standalone()},
+			"spec.key", "must be at most 512 bytes long (UTF-8)"},
+		{"username with a space", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "username": "lock user", "passwordSecretRef": secret}},
+			"spec.redis.username", "must not contain whitespace"},
+	}
+	if len(cases) < 25 {
+		t.Fatalf("only %d invalid cases", len(cases))
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := env.Client.Create(timeout(t), newLock(ns, fmt.Sprintf("invalid-%d", i), tc.spec))
+			if err == nil {
+				t.Fatalf("created; want refused at %s with %q", tc.field, tc.msg)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("error is not Invalid (422): %v", err)
+			}
+			text := err.Error()
+			t.Log(text)
+			if !strings.Contains(text, tc.field+": ") {
+				t.Errorf("error does not name %s:\n%s", tc.field, text)
+			}
+			if !strings.Contains(text, tc.msg) {
+				t.Errorf("error does not say %q:\n%s", tc.msg, text)
+			}
+			// A rule that fails to evaluate (a malformed duration reaching
+			// duration()) shows CEL internals instead of a message.
+			for _, bad := range []string{"error evaluating", "no such key", "no such overload", "conversion error"} {
+				if strings.Contains(text, bad) {
+					t.Errorf("error shows a CEL evaluation failure (%q):\n%s", bad, text)
+				}
+			}
+		})
+	}
+}
+
+// TestValidAccepted creates DistributedLocks the API server must accept.
+func TestValidAccepted(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+
+	secret := obj{"name": "redis-auth", "key": "password"}
+	cases := []struct {
+		name string
+		spec obj
+	}{
+		{"minimal standalone", obj{"redis": standalone()}},
+		{"standalone through a service", obj{"redis": obj{"mode": "Standalone", "service": obj{"name": "redis", "port": 6379}}}},
+		{"standalone on an IPv4 address, db 15", obj{"redis": obj{"mode": "Standalone", "addresses": list("10.0.0.7:6379"), "db": 15}}},
+		{"standalone on an IPv6 address", obj{"redis": obj{"mode": "Standalone", "addresses": list("[fd00::7]:6379")}}},
+		{"shortest ttl, shortest renewal", obj{"ttl": "100ms", "renewInterval": "10ms", "redis": standalone()}},
+		{"longest ttl", obj{"ttl": "24h", "renewInterval": "23h59m59s", "redis": standalone()}},
+		{"fractional durations", obj{"ttl": "1.5s", "renewInterval": "333.333333ms", "redis": standalone()}},
+		{"renewal in microseconds", obj{"ttl": "100ms", "renewInterval": "33333µs", "redis": standalone()}},
+		{"key of 512 bytes", obj{"key": strings.Repeat("k", 512), "redis": standalone()}},
+		{"unicode key", obj{"key": "billing/расчёт/結算", "redis": standalone()}},
+		{"fencing disabled", obj{"redis": standalone(), "fencing": obj{"enabled": false}}},
+		{"username and password", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "username": "locks", "passwordSecretRef": secret}}},
+		{"TLS with CA and server name", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6380"),
+			"tls": obj{"enabled": true, "caSecretRef": obj{"name": "redis-ca", "key": "ca.crt"}, "serverName": "redis.cache.svc"}}}},
+		{"TLS without verification", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6380"), "tls": obj{"enabled": true, "insecureSkipVerify": true}}}},
+		{"TLS off, said explicitly", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "tls": obj{"enabled": false}}}},
+		{"replicated with every guard", obj{"redis": obj{"mode": "Replicated", "addresses": list("r-0:6379", "r-1:6379")},
+			"safety": obj{"minReplicasToWrite": 1, "minReplicasMaxLag": "1m", "manageReplicaSettings": true, "waitForReplicas": 1}}},
+		{"replicated through a service, wait only", obj{"redis": obj{"mode": "Replicated", "service": obj{"name": "redis", "port": 6379}},
+			"safety": obj{"waitForReplicas": 2}}},
+		{"replicated, guard checked not managed", obj{"redis": obj{"mode": "Replicated", "addresses": list("r-0:6379")},
+			"safety": obj{"minReplicasToWrite": 2, "minReplicasMaxLag": "1h", "manageReplicaSettings": false}}},
+		{"sentinel with its own credentials and TLS", obj{"redis": obj{"mode": "Sentinel",
+			"sentinel":          obj{"masterName": "mymaster", "addresses": list("s-0:26379", "s-1:26379", "s-2:26379"), "username": "sentinel-user", "passwordSecretRef": obj{"name": "sentinel-auth", "key": "password"}},
+			"passwordSecretRef": secret, "tls": obj{"enabled": true}, "db": 2},
+			"safety": obj{"minReplicasToWrite": 1, "waitForReplicas": 1}}},
+		{"cluster with seeds", obj{"redis": obj{"mode": "Cluster", "addresses": list("c-0:6379", "c-1:6379"), "db": 0},
+			"safety": obj{"minReplicasToWrite": 1, "manageReplicaSettings": true}}},
+		{"cluster through a service", obj{"redis": obj{"mode": "Cluster", "service": obj{"name": "redis-cluster", "port": 6379}}}},
+		{"redlock on three addresses", obj{"redis": obj{"mode": "Redlock", "addresses": list("r-0:6379", "r-1:6379", "r-2:6379")}}},
+		{"redlock on five addresses", obj{"redis": obj{"mode": "Redlock", "addresses": list("a:6379", "b:6379", "c:6379", "d:6379", "e:6379")}}},
+		{"redlock through a service with 7 nodes", obj{"redis": obj{"mode": "Redlock", "service": obj{"name": "redlock", "port": 6379}, "nodes": 7}}},
+		{"explicit zero replica counts on standalone", obj{"redis": standalone(), "safety": obj{"minReplicasToWrite": 0, "waitForReplicas": 0}}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := env.Client.Create(timeout(t), newLock(ns, fmt.Sprintf("valid-%d", i), tc.spec)); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+		})
+	}
+}
+
+// TestTypedObjectsAccepted creates DistributedLocks from the Go types: what
+// a Go client sends (omitempty, Duration.String) must pass validation too.
+func TestTypedObjectsAccepted(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+
+	cases := []struct {
+		name string
+		spec v1alpha1.DistributedLockSpec
+	}{
+		{"zero values left out", v1alpha1.DistributedLockSpec{
+			Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"redis:6379"}},
+		}},
+		{"durations from Go", v1alpha1.DistributedLockSpec{
+			TTL:           &metav1.Duration{Duration: 90 * time.Second},
+			RenewInterval: &metav1.Duration{Duration: 90 * time.Second / 3},
+			Redis:         v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"redis:6379"}},
+		}},
+		{"sub-second durations from Go", v1alpha1.DistributedLockSpec{
+			TTL:           &metav1.Duration{Duration: 100 * time.Millisecond},
+			RenewInterval: &metav1.Duration{Duration: 100 * time.Millisecond / 3},
+			Redis:         v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"redis:6379"}},
+		}},
+		{"every field", v1alpha1.DistributedLockSpec{
+			Key:           "billing/settlement",
+			TTL:           &metav1.Duration{Duration: time.Minute},
+			RenewInterval: &metav1.Duration{Duration: 20 * time.Second},
+			Redis: v1alpha1.RedisSpec{
+				Mode:              v1alpha1.RedisModeReplicated,
+				Addresses:         []string{"redis-0.redis:6379", "redis-1.redis:6379"},
+				Username:          "locks",
+				PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "redis-auth", Key: "password"},
+				TLS: &v1alpha1.TLSSpec{Enabled: true, ServerName: "redis",
+					CASecretRef: &v1alpha1.SecretKeyRef{Name: "redis-ca", Key: "ca.crt"}},
+				DB: 1,
+			},
+			Safety: &v1alpha1.SafetySpec{
+				MinReplicasToWrite:    1,
+				MinReplicasMaxLag:     &metav1.Duration{Duration: 5 * time.Second},
+				ManageReplicaSettings: true,
+				WaitForReplicas:       1,
+			},
+			Fencing: &v1alpha1.FencingSpec{Enabled: ptr.To(false)},
+		}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dl := &v1alpha1.DistributedLock{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("typed-%d", i)},
+				Spec:       tc.spec,
+			}
+			if err := env.Client.Create(timeout(t), dl); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+		})
+	}
+}
+
+// TestSamplesAccepted creates every sample of config/samples, and checks
+// that kustomization.yaml lists them all and that every mode has one.
+func TestSamplesAccepted(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+
+	root, err := kubetest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "config", "samples")
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kust struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(b, &kust); err != nil {
+		t.Fatalf("kustomization.yaml: %v", err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if base := filepath.Base(f); base != "kustomization.yaml" && !slices.Contains(kust.Resources, base) {
+			t.Errorf("%s is not listed in config/samples/kustomization.yaml", base)
+		}
+	}
+
+	modes := map[v1alpha1.RedisMode]bool{}
+	for _, name := range kust.Resources {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(b, &u.Object); err != nil {
+				t.Fatalf("not YAML: %v", err)
+			}
+			var dl v1alpha1.DistributedLock
+			if err := yaml.UnmarshalStrict(b, &dl); err != nil {
+				t.Fatalf("does not match the Go types: %v", err)
+			}
+			modes[dl.Spec.Redis.Mode] = true
+			u.SetNamespace(ns)
+			if err := env.Client.Create(timeout(t), u); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+		})
+	}
+	for _, m := range []v1alpha1.RedisMode{v1alpha1.RedisModeStandalone, v1alpha1.RedisModeReplicated,
+		v1alpha1.RedisModeSentinel, v1alpha1.RedisModeCluster, v1alpha1.RedisModeRedlock} {
+		if !modes[m] {
+			t.Errorf("no sample for mode %s", m)
+		}
+	}
+}
+
+// TestDefaults checks the schema defaults the API server applies.
+func TestDefaults(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+
+	cases := []struct {
+		name  string
+		spec  obj
+		check func(t *testing.T, s v1alpha1.DistributedLockSpec)
+	}{
+		{"minimal", obj{"redis": standalone()}, func(t *testing.T, s v1alpha1.DistributedLockSpec) {
+			if s.TTL == nil || s.TTL.Duration != 30*time.Second {
+				t.Errorf("ttl = %v, want 30s", s.TTL)
+			}
+			if s.TTL != nil && s.TTL.Duration != v1alpha1.DefaultTTL {
+				t.Errorf("schema default ttl %v != v1alpha1.DefaultTTL %v", s.TTL.Duration, v1alpha1.DefaultTTL)
+			}
+			if s.Fencing == nil || s.Fencing.Enabled == nil || !*s.Fencing.Enabled {
+				t.Errorf("fencing = %+v, want enabled: true", s.Fencing)
+			}
+			if !s.FencingEnabled() {
+				t.Errorf("FencingEnabled() = false")
+			}
+			if s.Key != "" || s.RenewInterval != nil || s.Safety != nil {
+				t.Errorf("key %q, renewInterval %v, safety %+v: want them absent (computed where used)", s.Key, s.RenewInterval, s.Safety)
+			}
+			if s.Redis.DB != 0 || s.Redis.TLS != nil || s.Redis.PasswordSecretRef != nil {
+				t.Errorf("redis = %+v: want no db, tls or password", s.Redis)
+			}
+		}},
+		{"empty fencing", obj{"redis": standalone(), "fencing": obj{}}, func(t *testing.T, s v1alpha1.DistributedLockSpec) {
+			if !s.FencingEnabled() || s.Fencing.Enabled == nil {
+				t.Errorf("fencing = %+v, want enabled: true", s.Fencing)
+			}
+		}},
+		{"fencing off stays off", obj{"redis": standalone(), "fencing": obj{"enabled": false}}, func(t *testing.T, s v1alpha1.DistributedLockSpec) {
+			if s.FencingEnabled() {
+				t.Errorf("fencing = %+v, want enabled: false", s.Fencing)
+			}
+		}},
+		{"ttl given", obj{"ttl": "5s", "redis": standalone()}, func(t *testing.T, s v1alpha1.DistributedLockSpec) {
+			if s.TTLOrDefault() != 5*time.Second {
+				t.Errorf("ttl = %v, want 5s", s.TTL)
+			}
+		}},
+		{"safety lag", obj{"redis": obj{"mode": "Replicated", "addresses": list("r-0:6379")}, "safety": obj{"minReplicasToWrite": 1}},
+			func(t *testing.T, s v1alpha1.DistributedLockSpec) {
+				if s.Safety.MinReplicasMaxLag == nil || s.Safety.MinReplicasMaxLag.Duration != 10*time.Second {
+					t.Errorf("minReplicasMaxLag = %v, want 10s", s.Safety.MinReplicasMaxLag)
+				}
+				if s.Safety.ManageReplicaSettings || s.Safety.WaitForReplicas != 0 {
+					t.Errorf("safety = %+v, want manageReplicaSettings false and no wait", s.Safety)
+				}
+			}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := timeout(t)
+			name := fmt.Sprintf("defaults-%d", i)
+			if err := env.Client.Create(ctx, newLock(ns, name, tc.spec)); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			var got v1alpha1.DistributedLock
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, got.Spec)
+		})
+	}
+}
+
+// TestGoHelpers checks the helpers on objects that never met the API server.
+func TestGoHelpers(t *testing.T) {
+	var s v1alpha1.DistributedLockSpec
+	if s.TTLOrDefault() != 30*time.Second || !s.FencingEnabled() {
+		t.Errorf("zero spec: TTLOrDefault %v FencingEnabled %v, want 30s true", s.TTLOrDefault(), s.FencingEnabled())
+	}
+	s.Fencing = &v1alpha1.FencingSpec{}
+	if !s.FencingEnabled() {
+		t.Errorf("fencing {}: FencingEnabled false, want true")
+	}
+	s.Fencing.Enabled = ptr.To(false)
+	if s.FencingEnabled() {
+		t.Errorf("fencing {enabled: false}: FencingEnabled true")
+	}
+}
+
+// TestStatusSubresource checks that only the status subresource writes
+// status, and that it writes nothing else.
+func TestStatusSubresource(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	ctx := timeout(t)
+	key := client.ObjectKey{Namespace: ns, Name: "status"}
+
+	status := v1alpha1.DistributedLockStatus{
+		ObservedGeneration: 1,
+		Master:             "10.0.0.7:6379",
+		Holder:             &v1alpha1.LockHolder{Identity: "settle-7f9c-x2", Fence: 1042, Since: metav1.NewTime(time.Now().Truncate(time.Second))},
+		FenceHighWater:     1042,
+		Endpoints:          []v1alpha1.EndpointStatus{{Address: "10.0.0.7:6379", Role: v1alpha1.EndpointRoleMaster, Reachable: true, ConnectedReplicas: ptr.To[int32](0)}},
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: v1alpha1.ReasonAvailable, Message: "ok", LastTransitionTime: metav1.Now()}},
+	}
+	dl := &v1alpha1.DistributedLock{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name},
+		Spec: v1alpha1.DistributedLockSpec{
+			Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"10.0.0.7:6379"}},
+		},
+		Status: status,
+	}
+
+	// Create drops status.
+	if err := env.Client.Create(ctx, dl.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	var got v1alpha1.DistributedLock
+	if err := env.Client.Get(ctx, key, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Holder != nil || got.Status.Master != "" || got.Status.FenceHighWater != 0 || len(got.Status.Conditions) != 0 {
+		t.Errorf("create kept status %+v", got.Status)
+	}
+
+	// An update of the main resource ignores status.
+	got.Status = status
+	got.Spec.Key = "changed"
+	if err := env.Client.Update(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, key, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Key != "changed" {
+		t.Errorf("update lost the spec change")
+	}
+	if got.Status.Holder != nil || got.Status.FenceHighWater != 0 {
+		t.Errorf("update of the main resource wrote status %+v", got.Status)
+	}
+
+	// The status subresource writes status, and only status.
+	got.Status = status
+	got.Spec.Key = "through-status"
+	if err := env.Client.Status().Update(ctx, &got); err != nil {
+		t.Fatalf("status update: %v", err)
+	}
+	if err := env.Client.Get(ctx, key, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Key != "changed" {
+		t.Errorf("status update changed spec.key to %q", got.Spec.Key)
+	}
+	if got.Status.Holder == nil || got.Status.Holder.Fence != 1042 || got.Status.FenceHighWater != 1042 ||
+		got.Status.Master != "10.0.0.7:6379" || len(got.Status.Endpoints) != 1 || len(got.Status.Conditions) != 1 {
+		t.Errorf("status update did not write status: %+v", got.Status)
+	}
+	if got.Status.Endpoints[0].ConnectedReplicas == nil || *got.Status.Endpoints[0].ConnectedReplicas != 0 {
+		t.Errorf("connectedReplicas 0 was lost: %+v", got.Status.Endpoints[0])
+	}
+
+	// A later main-resource update keeps what the status subresource wrote.
+	got.Status = v1alpha1.DistributedLockStatus{}
+	got.Spec.Key = "again"
+	if err := env.Client.Update(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, key, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Holder == nil || got.Status.FenceHighWater != 1042 {
+		t.Errorf("main-resource update cleared status: %+v", got.Status)
+	}
+
+	t.Run("printer columns", func(t *testing.T) {
+		checkPrinterColumns(t, env.Config, ns, key.Name)
+	})
+}
+
+// checkPrinterColumns reads the lock as a Table, as kubectl get does.
+func checkPrinterColumns(t *testing.T, cfg *rest.Config, ns, name string) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("%s/apis/%s/namespaces/%s/distributedlocks/%s", strings.TrimSuffix(cfg.Host, "/"), v1alpha1.GroupVersion, ns, name)
+	req, err := http.NewRequestWithContext(timeout(t), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s as Table: %s %v\n%s", url, resp.Status, err, body)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(body, &table); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range table.ColumnDefinitions {
+		names = append(names, strings.ToUpper(c.Name))
+	}
+	want := []string{"NAME", "MODE", "READY", "HOLDER", "FENCE", "TTL", "AGE"}
+	if !slices.Equal(names, want) {
+		t.Errorf("columns = %v, want %v", names, want)
+	}
+	if len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(want) {
+		t.Fatalf("rows = %+v", table.Rows)
+	}
+	cells := table.Rows[0].Cells
+	wantCells := []any{name, "Standalone", "True", "settle-7f9c-x2", float64(1042), "30s"}
+	for i, w := range wantCells {
+		if cells[i] != w {
+			t.Errorf("%s = %v (%T), want %v", want[i], cells[i], cells[i], w)
+		}
+	}
+}

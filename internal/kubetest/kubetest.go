@@ -1,0 +1,274 @@
+/*
+Copyright 2026 The redlease Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package kubetest starts a real Kubernetes API server (envtest: etcd and
+// kube-apiserver built from source by hack/install-tools.sh) with the
+// redlease CRDs installed, for tests in other packages.
+//
+// One API server per test:
+//
+//	env := kubetest.Start(t) // stopped when t ends
+//
+// One API server per test binary (it takes seconds to start), shared by the
+// package's tests:
+//
+//	func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+//
+//	func TestX(t *testing.T) {
+//		env := kubetest.Shared(t)
+//		ns := env.Namespace(t)
+//		...
+//	}
+//
+// Binaries come from $KUBEBUILDER_ASSETS when it is set, else from <repo>/bin
+// (TEST_ASSET_KUBE_APISERVER and TEST_ASSET_ETCD override single binaries).
+// Missing binaries fail the test: they are never a reason to skip.
+package kubetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	redleasev1alpha1 "github.com/redlease/redlease/api/v1alpha1"
+)
+
+// MissingBinariesHint is what a test prints when kube-apiserver or etcd is
+// missing.
+const MissingBinariesHint = "run `make tools` (hack/install-tools.sh) to build kube-apiserver and etcd from source"
+
+// Env is a running API server with the redlease CRDs installed.
+type Env struct {
+	// Config reaches the API server as a cluster admin (system:masters).
+	Config *rest.Config
+	// Client is a controller-runtime client (no cache) whose scheme knows
+	// client-go's types and redlease.io/v1alpha1.
+	Client client.Client
+	// Scheme is Client's scheme.
+	Scheme *runtime.Scheme
+
+	env      *envtest.Environment
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// NewScheme returns a scheme with client-go's built-in types and
+// redlease.io/v1alpha1.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := redleasev1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start starts an API server for t and stops it when t ends. It fails t
+// (never skips) when the API server cannot start.
+func Start(t testing.TB) *Env {
+	t.Helper()
+	e, err := New()
+	if err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("kubetest: stopping the API server: %v", err)
+		}
+	})
+	return e
+}
+
+// New starts an API server; the caller must Stop it. Tests should prefer
+// Start or Shared, which stop it for them.
+func New() (*Env, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	apiServer, etcd, err := binaries(root)
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	te := &envtest.Environment{
+		Scheme:                s,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	te.ControlPlane.GetAPIServer().Path = apiServer
+	te.ControlPlane.Etcd = &envtest.Etcd{Path: etcd}
+
+	cfg, err := te.Start()
+	if err != nil {
+		// Start may have left processes behind when it failed late.
+		_ = te.Stop()
+		return nil, fmt.Errorf("starting envtest (kube-apiserver %s, etcd %s): %w", apiServer, etcd, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		_ = te.Stop()
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	return &Env{Config: cfg, Client: c, Scheme: s, env: te}, nil
+}
+
+// Stop stops the API server and etcd. It is safe to call more than once.
+func (e *Env) Stop() error {
+	e.stopOnce.Do(func() { e.stopErr = e.env.Stop() })
+	return e.stopErr
+}
+
+// Namespace creates a namespace with a fresh name for t and returns its name.
+// It is deleted when t ends (envtest runs no namespace controller, so its
+// objects stay in etcd until the API server stops).
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	if err := e.Client.Create(ctx, ns); err != nil {
+		t.Fatalf("kubetest: creating a namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := e.Client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("kubetest: deleting namespace %s: %v", ns.Name, err)
+		}
+	})
+	return ns.Name
+}
+
+var shared struct {
+	sync.Mutex
+	inMain  bool // Main is running the tests
+	env     *Env
+	err     error
+	started bool
+}
+
+// Main runs a test binary's tests (m.Run) and then stops the API server that
+// Shared started, if any. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+func Main(m *testing.M) int {
+	shared.Lock()
+	shared.inMain = true
+	shared.Unlock()
+
+	code := m.Run()
+
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.env != nil {
+		if err := shared.env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "kubetest: stopping the shared API server: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return code
+}
+
+// Shared returns the test binary's API server, starting it on first use.
+// The package must call Main from TestMain (Shared fails t otherwise), which
+// stops the server after the last test. Tests sharing it should work in
+// their own Namespace.
+func Shared(t testing.TB) *Env {
+	t.Helper()
+	shared.Lock()
+	defer shared.Unlock()
+	if !shared.inMain {
+		t.Fatalf("kubetest: Shared needs TestMain to call kubetest.Main(m), which stops the API server after the tests")
+	}
+	if !shared.started {
+		shared.started = true
+		shared.env, shared.err = New()
+	}
+	if shared.err != nil {
+		t.Fatalf("kubetest: %v", shared.err)
+	}
+	return shared.env
+}
+
+// RepoRoot returns the directory of the module's go.mod, found by walking up
+// from the working directory (a test's working directory is its package).
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("kubetest: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// binaries returns the paths of kube-apiserver and etcd, or an error that
+// says how to build them.
+func binaries(root string) (apiServer, etcd string, err error) {
+	dir, from := filepath.Join(root, "bin"), "<repo>/bin"
+	if v, ok := os.LookupEnv("KUBEBUILDER_ASSETS"); ok && v != "" {
+		dir, from = v, "$KUBEBUILDER_ASSETS"
+	}
+	apiServer = envOr("TEST_ASSET_KUBE_APISERVER", filepath.Join(dir, "kube-apiserver"))
+	etcd = envOr("TEST_ASSET_ETCD", filepath.Join(dir, "etcd"))
+	var missing []string
+	for _, p := range []string{apiServer, etcd} {
+		fi, err := os.Stat(p) // follows bin/'s symlinks into the cache
+		if err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		return "", "", fmt.Errorf("missing %v (looked in %s = %s): %s", missing, from, dir, MissingBinariesHint)
+	}
+	return apiServer, etcd, nil
+}
+
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
