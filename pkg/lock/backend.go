@@ -15,8 +15,10 @@ type backend interface {
 	renew(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
 	// release deletes the key if it is still ours; false when it was not.
 	release(ctx context.Context, key, value string) (bool, error)
-	// subscriber is the client whose pub/sub carries the key's events.
-	subscriber() redis.UniversalClient
+	// subscribers are the clients whose pub/sub carries the keys' events.
+	subscribers() []redis.UniversalClient
+	// close waits (bounded by ctx) for requests still in flight.
+	close(ctx context.Context)
 }
 
 // attempt is the server's answer to one acquisition attempt.

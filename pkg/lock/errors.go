@@ -56,3 +56,43 @@ func (e *NotAcquiredError) Is(target error) bool { return target == ErrNotAcquir
 func invalidConfig(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
 }
+
+// QuorumError reports a Redlock operation that did not reach a majority
+// because nodes failed. It matches ErrQuorum; Unwrap returns the node errors.
+type QuorumError struct {
+	Op     string
+	Quorum int
+	// Nodes are the nodes that failed, in the order given to NewRedlock.
+	Nodes []NodeError
+}
+
+// NodeError is one node's failure.
+type NodeError struct {
+	Index int
+	Addr  string
+	Err   error
+}
+
+func (e NodeError) Error() string { return fmt.Sprintf("node %d (%s): %v", e.Index, e.Addr, e.Err) }
+
+func (e NodeError) Unwrap() error { return e.Err }
+
+func (e *QuorumError) Error() string {
+	msg := fmt.Sprintf("lock: %s: quorum of %d not reached", e.Op, e.Quorum)
+	for _, n := range e.Nodes {
+		msg += "; " + n.Error()
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrQuorum) true.
+func (e *QuorumError) Is(target error) bool { return target == ErrQuorum }
+
+// Unwrap returns the failed nodes' errors.
+func (e *QuorumError) Unwrap() []error {
+	errs := make([]error, len(e.Nodes))
+	for i, n := range e.Nodes {
+		errs[i] = n
+	}
+	return errs
+}

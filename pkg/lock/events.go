@@ -11,20 +11,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// events is a Locker's one shared subscription. Waiters for a key register
-// here; each "released" message on the key's channel wakes the oldest local
+// events is a Locker's one shared subscription (one per node for Redlock,
+// where any node's message counts). Waiters for a key register here; each "released" message on the key's channel wakes the oldest local
 // waiter (FIFO), so a release does not stampede every goroutine of the
 // process at Redis. Messages are hints: a waiter also sleeps until the
 // holder's TTL runs out, so a lost message costs latency, never progress.
 type events struct {
-	client redis.UniversalClient
+	clients []redis.UniversalClient
 
 	mu       sync.Mutex
-	ps       *redis.PubSub // lazily created with the first waiter
+	subs     []*redis.PubSub // one per client, created with the first waiter
 	channels map[string]*channelWaiters
 	closed   bool
 	cancel   context.CancelFunc
-	loopDone chan struct{}
+	loops    sync.WaitGroup
 }
 
 type channelWaiters struct {
@@ -42,8 +42,8 @@ type waiter struct {
 	ready <-chan struct{}
 }
 
-func newEvents(client redis.UniversalClient) *events {
-	return &events{client: client, channels: map[string]*channelWaiters{}}
+func newEvents(clients []redis.UniversalClient) *events {
+	return &events{clients: clients, channels: map[string]*channelWaiters{}}
 }
 
 // wait registers a waiter for key's channel, subscribing if it is the first.
@@ -54,17 +54,23 @@ func (e *events) wait(ctx context.Context, key string) (*waiter, error) {
 	if e.closed {
 		return nil, ErrClosed
 	}
-	if e.ps == nil {
+	if e.subs == nil {
 		loopCtx, cancel := context.WithCancel(context.Background())
-		e.ps, e.cancel, e.loopDone = e.client.Subscribe(loopCtx), cancel, make(chan struct{})
-		go e.loop(loopCtx, e.ps)
+		e.cancel = cancel
+		for _, c := range e.clients {
+			ps := c.Subscribe(loopCtx)
+			e.subs = append(e.subs, ps)
+			e.loops.Go(func() { e.loop(loopCtx, ps) })
+		}
 	}
 	cw := e.channels[ch]
 	if cw == nil {
 		cw = &channelWaiters{ready: make(chan struct{})}
 		e.channels[ch] = cw
 		// Sent now, confirmed by the loop; a failure shows up there too.
-		_ = e.ps.Subscribe(ctx, ch)
+		for _, ps := range e.subs {
+			_ = ps.Subscribe(ctx, ch)
+		}
 	}
 	w := &waiter{ch: ch, wake: make(chan struct{}, 1), ready: cw.ready}
 	cw.queue = append(cw.queue, w)
@@ -94,7 +100,9 @@ func (e *events) done(w *waiter) {
 	if len(cw.queue) == 0 {
 		delete(e.channels, w.ch)
 		if !e.closed {
-			_ = e.ps.Unsubscribe(context.Background(), w.ch)
+			for _, ps := range e.subs {
+				_ = ps.Unsubscribe(context.Background(), w.ch)
+			}
 		}
 	}
 }
@@ -110,7 +118,6 @@ func wakeOldest(cw *channelWaiters) {
 }
 
 func (e *events) loop(ctx context.Context, ps *redis.PubSub) {
-	defer close(e.loopDone)
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, time.Minute)
 		if err != nil {
@@ -165,12 +172,14 @@ func (e *events) released(ch string) {
 func (e *events) close() {
 	e.mu.Lock()
 	e.closed = true
-	ps, cancel, loopDone := e.ps, e.cancel, e.loopDone
+	subs, cancel := e.subs, e.cancel
 	e.mu.Unlock()
-	if ps == nil {
+	if subs == nil {
 		return
 	}
 	cancel()
-	_ = ps.Close()
-	<-loopDone
+	for _, ps := range subs {
+		_ = ps.Close()
+	}
+	e.loops.Wait()
 }

@@ -65,6 +65,10 @@ func ValidateKey(key string) error {
 		return invalidConfig("key is %d bytes, more than %d", len(key), MaxKeyLength)
 	case strings.IndexFunc(key, unicode.IsSpace) >= 0:
 		return invalidConfig("key %q contains whitespace", key)
+	case !hasHashTag(key) && strings.IndexByte(key, '}') >= 0:
+		// "{K}:fence" would take its hash tag from K's '}' and land in
+		// another Redis Cluster slot than K.
+		return invalidConfig("key %q has a '}' outside a {hash tag}", key)
 	}
 	return nil
 }

@@ -78,6 +78,10 @@ func TestValidateKey(t *testing.T) {
 		{"has space", false},
 		{"tab\tkey", false},
 		{"new\nline", false},
+		{"orders{42}", true},
+		{"a{b", true},
+		{"a}b", false},
+		{"a{}b}", false},
 	}
 	for _, tt := range tests {
 		err := lock.ValidateKey(tt.key)

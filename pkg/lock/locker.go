@@ -53,7 +53,7 @@ func newLocker(cfg config, b backend) (*Locker, error) {
 	return &Locker{
 		cfg:     cfg,
 		backend: b,
-		events:  newEvents(b.subscriber()),
+		events:  newEvents(b.subscribers()),
 		metrics: m,
 		leases:  map[*Lease]struct{}{},
 		closing: make(chan struct{}),
@@ -249,6 +249,7 @@ func (l *Locker) Close() error {
 	}
 	wg.Wait()
 	l.events.close()
+	l.backend.close(ctx)
 	return errors.Join(errs...)
 }
 
@@ -256,6 +257,8 @@ func (l *Locker) Close() error {
 // server's transient states, not misuse or script errors.
 func retryable(err error) bool {
 	switch {
+	case errors.Is(err, ErrQuorum):
+		return true // nodes failed; another attempt may reach a majority
 	case errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrClosed), errors.Is(err, ErrNotReplicated),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false

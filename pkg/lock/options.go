@@ -26,6 +26,7 @@ type config struct {
 	logger        logr.Logger
 	registerer    prometheus.Registerer
 	closeTimeout  time.Duration
+	nodeTimeout   time.Duration // Redlock; 0: nodeTimeoutFor's default
 }
 
 const (
@@ -101,6 +102,11 @@ func WithReplicaAck(n int, timeout time.Duration) Option {
 	return func(c *config) { c.replicaAcks, c.replicaWait = n, timeout }
 }
 
+// WithNodeTimeout sets how long each Redlock node gets to answer one
+// request, far below the TTL so a slow node cannot eat the validity.
+// Default ttl/10, between 5ms and 1s. Ignored by New.
+func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
+
 // WithFencing turns fencing tokens on or off. Default true: every
 // acquisition increments the key's fence counter and Lease.Fence returns it.
 func WithFencing(enabled bool) Option { return func(c *config) { c.fencing = enabled } }
@@ -136,6 +142,8 @@ func (c *config) validate() error {
 		return invalidConfig("replica acks %d is negative", c.replicaAcks)
 	case c.replicaAcks > 0 && c.replicaWait <= 0:
 		return invalidConfig("replica ack timeout %v must be positive", c.replicaWait)
+	case c.nodeTimeout < 0 || c.nodeTimeout >= c.ttl:
+		return invalidConfig("node timeout %v must be shorter than ttl %v", c.nodeTimeout, c.ttl)
 	case c.clock == nil:
 		return invalidConfig("nil clock")
 	}
@@ -145,4 +153,11 @@ func (c *config) validate() error {
 // drift is the validity set aside for clock drift: ttl × factor + 2ms.
 func (c *config) drift() time.Duration {
 	return time.Duration(float64(c.ttl)*c.driftFactor) + driftConstant
+}
+
+func (c *config) nodeTimeoutFor() time.Duration {
+	if c.nodeTimeout > 0 {
+		return c.nodeTimeout
+	}
+	return min(max(c.ttl/10, 5*time.Millisecond), time.Second)
 }

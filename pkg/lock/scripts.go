@@ -20,4 +20,8 @@ var (
 	//go:embed lua/renew.lua
 	renewSrc    string
 	renewScript = redis.NewScript(renewSrc)
+
+	//go:embed lua/raise_fence.lua
+	raiseFenceSrc    string
+	raiseFenceScript = redis.NewScript(raiseFenceSrc)
 )

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,7 +33,20 @@ func newSingle(client redis.UniversalClient, c *config) (*single, error) {
 	return &single{client: client, identity: c.identity, fencing: c.fencing, acks: c.replicaAcks, ackTimeout: c.replicaWait}, nil
 }
 
-func (s *single) subscriber() redis.UniversalClient { return s.client }
+// addr names the server in errors.
+func (s *single) addr() string {
+	switch c := s.client.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return "cluster"
+	}
+	return fmt.Sprintf("%T", s.client)
+}
+
+func (s *single) subscribers() []redis.UniversalClient { return []redis.UniversalClient{s.client} }
+
+func (s *single) close(context.Context) {}
 
 func (s *single) acquire(ctx context.Context, key, value string, ttl time.Duration) (attempt, error) {
 	if s.acks == 0 {
@@ -119,4 +133,20 @@ func runRelease(ctx context.Context, c redis.Scripter, key, value string) (bool,
 // ttlMillis rounds up so a sub-millisecond remainder never becomes PX 0.
 func ttlMillis(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// raiseFence sets the key's fence counter to at least fence.
+func (s *single) raiseFence(ctx context.Context, key string, fence uint64) (bool, error) {
+	return RaiseFence(ctx, s.client, key, fence)
+}
+
+// RaiseFence sets key's fence counter to at least fence and reports whether
+// it was raised. It never lowers a counter. The controller uses it to keep
+// the counter above the highest fence it has seen.
+func RaiseFence(ctx context.Context, c redis.Scripter, key string, fence uint64) (bool, error) {
+	n, err := raiseFenceScript.Run(ctx, c, []string{FenceKey(key)}, strconv.FormatUint(fence, 10)).Int()
+	if err != nil {
+		return false, fmt.Errorf("lock: raising the fence of %q: %w", key, err)
+	}
+	return n == 1, nil
 }
