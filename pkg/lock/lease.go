@@ -143,7 +143,9 @@ func (s *Lease) autoRenew() {
 	s.mu.Unlock()
 
 	ctx, cancel := context.WithDeadline(context.Background(), s.ValidUntil())
+	s.locker.inflight.RLock()
 	err := s.renew(ctx)
+	s.locker.inflight.RUnlock()
 	cancel()
 	if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrMaxHoldExceeded) {
 		s.locker.cfg.logger.Info("renewal failed; retrying until the local deadline", "key", s.key, "error", err.Error())
@@ -215,6 +217,10 @@ func (s *Lease) end(err error, reason string) bool {
 // the key was no longer ours (the lease had already been lost), ErrReleased
 // when called again, or the Redis error (the key then expires with its TTL).
 func (s *Lease) Release(ctx context.Context) error {
+	// Held before the lease ends, so a Close woken by Done waits for the
+	// release to reach Redis before its caller closes the clients.
+	s.locker.inflight.RLock()
+	defer s.locker.inflight.RUnlock()
 	first := s.end(fmt.Errorf("%w: %q", ErrReleased, s.key), "")
 	prior := s.Err()
 	if !first && errors.Is(prior, ErrReleased) {

@@ -25,6 +25,10 @@ type Locker struct {
 	leases  map[*Lease]struct{}
 	closed  bool
 	closing chan struct{}
+	// inflight is read-locked by every release and renewal while it talks
+	// to Redis; Close write-locks it so it returns only after they finish
+	// and its caller may close the clients.
+	inflight sync.RWMutex
 }
 
 // New returns a Locker on one Redis deployment: a standalone *redis.Client, a
@@ -248,6 +252,8 @@ func (l *Locker) Close() error {
 		})
 	}
 	wg.Wait()
+	l.inflight.Lock()
+	l.inflight.Unlock() //nolint:staticcheck // an empty critical section: waiting for in-flight calls is the point
 	l.events.close()
 	l.backend.close(ctx)
 	return errors.Join(errs...)

@@ -1,0 +1,209 @@
+package kube
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// ErrNotReady reports a DistributedLock whose Ready condition is not True:
+// the controller has not resolved it, or a safety property it asks for is
+// not in force. The error names the condition's reason and message.
+var ErrNotReady = errors.New("kube: DistributedLock not ready")
+
+// target is everything a connection to the lock's Redis depends on. Two
+// targets with the same fingerprint can share one lock.Locker.
+type target struct {
+	mode          v1alpha1.RedisMode
+	key           string
+	addrs         []string // Standalone/Replicated: the master; Cluster: seeds; Redlock: nodes
+	masterName    string
+	sentinelAddrs []string
+	username      string
+	password      string
+	sentinelUser  string
+	sentinelPass  string
+	tls           *tls.Config
+	caPEM         []byte
+	db            int
+	ttl           time.Duration
+	renew         time.Duration
+	fencing       bool
+	replicaAcks   int
+}
+
+// resolve turns the resource into a target, reading the Secrets it names.
+func resolve(ctx context.Context, c client.Reader, dl *v1alpha1.DistributedLock) (target, error) {
+	ready := apimeta.FindStatusCondition(dl.Status.Conditions, v1alpha1.ConditionReady)
+	switch {
+	case ready == nil:
+		return target{}, fmt.Errorf("%w: %s/%s has no Ready condition yet (is the redlease controller running?)", ErrNotReady, dl.Namespace, dl.Name)
+	case ready.Status != metav1.ConditionTrue:
+		return target{}, fmt.Errorf("%w: %s/%s: %s: %s", ErrNotReady, dl.Namespace, dl.Name, ready.Reason, ready.Message)
+	case ready.ObservedGeneration != 0 && ready.ObservedGeneration < dl.Generation:
+		return target{}, fmt.Errorf("%w: %s/%s: the controller has not yet seen generation %d", ErrNotReady, dl.Namespace, dl.Name, dl.Generation)
+	}
+	spec := &dl.Spec
+	t := target{
+		mode:    spec.Redis.Mode,
+		key:     spec.Key,
+		db:      int(spec.Redis.DB),
+		ttl:     spec.TTLOrDefault(),
+		fencing: spec.FencingEnabled(),
+	}
+	if t.key == "" {
+		t.key = lock.DefaultKey(dl.Namespace, dl.Name)
+	}
+	t.renew = lock.DefaultRenewInterval(t.ttl)
+	if spec.RenewInterval != nil {
+		t.renew = spec.RenewInterval.Duration
+	}
+	if spec.Safety != nil {
+		t.replicaAcks = int(spec.Safety.WaitForReplicas)
+	}
+	switch t.mode {
+	case v1alpha1.RedisModeStandalone, v1alpha1.RedisModeReplicated:
+		if dl.Status.Master == "" {
+			return target{}, fmt.Errorf("%w: %s/%s: no master in status", ErrNotReady, dl.Namespace, dl.Name)
+		}
+		t.addrs = []string{dl.Status.Master}
+	case v1alpha1.RedisModeSentinel:
+		t.masterName = spec.Redis.Sentinel.MasterName
+		t.sentinelAddrs = spec.Redis.Sentinel.Addresses
+	case v1alpha1.RedisModeCluster, v1alpha1.RedisModeRedlock:
+		t.addrs = spec.Redis.Addresses
+		if len(t.addrs) == 0 { // a Service: the controller resolved it
+			for _, e := range dl.Status.Endpoints {
+				if t.mode == v1alpha1.RedisModeRedlock || e.Role == v1alpha1.EndpointRoleMaster {
+					t.addrs = append(t.addrs, e.Address)
+				}
+			}
+		}
+		if len(t.addrs) == 0 {
+			return target{}, fmt.Errorf("%w: %s/%s: no endpoints in status", ErrNotReady, dl.Namespace, dl.Name)
+		}
+	default:
+		return target{}, fmt.Errorf("kube: %s/%s: unknown mode %q", dl.Namespace, dl.Name, t.mode)
+	}
+	var err error
+	t.username = spec.Redis.Username
+	if t.password, err = secretValue(ctx, c, dl.Namespace, spec.Redis.PasswordSecretRef); err != nil {
+		return target{}, err
+	}
+	if s := spec.Redis.Sentinel; s != nil {
+		t.sentinelUser = s.Username
+		if t.sentinelPass, err = secretValue(ctx, c, dl.Namespace, s.PasswordSecretRef); err != nil {
+			return target{}, err
+		}
+	}
+	if spec.Redis.TLS != nil && spec.Redis.TLS.Enabled {
+		t.tls = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: spec.Redis.TLS.ServerName, InsecureSkipVerify: spec.Redis.TLS.InsecureSkipVerify} //nolint:gosec // the user asked for it
+		if ref := spec.Redis.TLS.CASecretRef; ref != nil {
+			ca, err := secretValue(ctx, c, dl.Namespace, ref)
+			if err != nil {
+				return target{}, err
+			}
+			t.caPEM = []byte(ca)
+			t.tls.RootCAs = x509.NewCertPool()
+			if !t.tls.RootCAs.AppendCertsFromPEM(t.caPEM) {
+				return target{}, fmt.Errorf("kube: Secret %s/%s key %q holds no PEM certificate", dl.Namespace, ref.Name, ref.Key)
+			}
+		}
+	}
+	return t, nil
+}
+
+func secretValue(ctx context.Context, c client.Reader, namespace string, ref *v1alpha1.SecretKeyRef) (string, error) {
+	if ref == nil {
+		return "", nil
+	}
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, &s); err != nil {
+		return "", fmt.Errorf("kube: reading Secret %s/%s: %w", namespace, ref.Name, err)
+	}
+	v, ok := s.Data[ref.Key]
+	if !ok {
+		return "", fmt.Errorf("kube: Secret %s/%s has no key %q", namespace, ref.Name, ref.Key)
+	}
+	return string(v), nil
+}
+
+// fingerprint identifies the connection and lease settings; secrets enter
+// only through a hash.
+func (t target) fingerprint() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s|%s|%q|%s|%q|%s|%s|%s|%s|%d|%v|%v|%v|%d|%v|%s|%v",
+		t.mode, t.key, t.addrs, t.masterName, t.sentinelAddrs, t.username, t.password, t.sentinelUser, t.sentinelPass,
+		t.db, t.ttl, t.renew, t.fencing, t.replicaAcks, t.tls != nil, t.caPEM, t.tls != nil && t.tls.InsecureSkipVerify)
+	if t.tls != nil {
+		fmt.Fprint(h, t.tls.ServerName)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// replicaAckTimeout bounds WAIT: long enough for a healthy replica, short
+// against the TTL so a missing replica costs little validity.
+func (t target) replicaAckTimeout() time.Duration { return min(t.ttl/5, 2*time.Second) }
+
+// connect builds the lock.Locker for t and the clients it owns.
+func (t target) connect(opts []lock.Option) (*lock.Locker, []redis.UniversalClient, error) {
+	base := []lock.Option{lock.WithTTL(t.ttl), lock.WithRenewInterval(t.renew), lock.WithFencing(t.fencing)}
+	if t.replicaAcks > 0 {
+		base = append(base, lock.WithReplicaAck(t.replicaAcks, t.replicaAckTimeout()))
+	}
+	opts = append(base, opts...)
+	var clients []redis.UniversalClient
+	switch t.mode {
+	case v1alpha1.RedisModeSentinel:
+		clients = append(clients, redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: t.masterName, SentinelAddrs: t.sentinelAddrs,
+			SentinelUsername: t.sentinelUser, SentinelPassword: t.sentinelPass,
+			Username: t.username, Password: t.password, DB: t.db, TLSConfig: t.tls,
+		}))
+	case v1alpha1.RedisModeCluster:
+		clients = append(clients, redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: t.addrs, Username: t.username, Password: t.password, TLSConfig: t.tls,
+		}))
+	default:
+		for _, a := range t.addrs {
+			clients = append(clients, redis.NewClient(&redis.Options{
+				Addr: a, Username: t.username, Password: t.password, DB: t.db, TLSConfig: t.tls,
+			}))
+		}
+	}
+	var (
+		l   *lock.Locker
+		err error
+	)
+	if t.mode == v1alpha1.RedisModeRedlock {
+		l, err = lock.NewRedlock(clients, opts...)
+	} else {
+		l, err = lock.New(clients[0], opts...)
+	}
+	if err != nil {
+		closeAll(clients)
+		return nil, nil, err
+	}
+	return l, clients, nil
+}
+
+func closeAll(clients []redis.UniversalClient) {
+	for _, c := range clients {
+		_ = c.Close()
+	}
+}
