@@ -121,3 +121,41 @@ func BenchmarkHandoff(b *testing.B) {
 		})
 	}
 }
+
+// Redlock over 5 nodes against one node, same operations, same run: the
+// cost of the quorum (parallel fan-out, fence write-back).
+func BenchmarkTopology(b *testing.B) {
+	nodes := redistest.StartNodes(b, 5)
+	clients := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		clients[i] = n.Client(b)
+	}
+	single, err := lock.New(clients[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer single.Close()
+	redlock, err := lock.NewRedlock(clients)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer redlock.Close()
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		l    *lock.Locker
+	}{{"single", single}, {"redlock-5", redlock}} {
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				lease, err := tt.l.TryAcquire(ctx, "topology")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := lease.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
