@@ -272,3 +272,14 @@ func envOr(name, def string) string {
 	}
 	return def
 }
+
+// KubeconfigFile writes a kubeconfig for the API server (cluster admin) into
+// t's temp dir and returns its path, for tests that run real binaries.
+func (e *Env) KubeconfigFile(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, e.env.KubeConfig, 0o600); err != nil {
+		t.Fatalf("kubetest: writing a kubeconfig: %v", err)
+	}
+	return path
+}

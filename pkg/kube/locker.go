@@ -211,3 +211,21 @@ func (l *Locker) observe(dl *v1alpha1.DistributedLock) {
 	defer l.mu.Unlock()
 	l.obj = dl
 }
+
+// Inspect reads the key's holder, remaining TTL and fence counter from Redis
+// (never the lock value). The resource must be Ready.
+func (l *Locker) Inspect(ctx context.Context) (lock.Holding, error) {
+	b, err := l.bind(ctx)
+	if err != nil {
+		return lock.Holding{}, err
+	}
+	defer l.unref(b)
+	return b.locker.Inspect(ctx, b.key)
+}
+
+// Resource returns a copy of the DistributedLock as last seen.
+func (l *Locker) Resource() *v1alpha1.DistributedLock {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.obj.DeepCopy()
+}

@@ -17,6 +17,8 @@ type backend interface {
 	release(ctx context.Context, key, value string) (bool, error)
 	// subscribers are the clients whose pub/sub carries the keys' events.
 	subscribers() []redis.UniversalClient
+	// inspect reads the key's holder, TTL and fence counter.
+	inspect(ctx context.Context, key string) (Holding, error)
 	// close waits (bounded by ctx) for requests still in flight.
 	close(ctx context.Context)
 }

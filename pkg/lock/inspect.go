@@ -1,0 +1,90 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Holding is what Redis says about a key, without its value: who holds it,
+// for how long, and the fence counter.
+type Holding struct {
+	Key string
+	// Identity of the holder; empty when the key is free, or held by a value
+	// this library did not write.
+	Identity string
+	Held     bool
+	// TTL is the remaining time to live (negative: a key without TTL).
+	TTL time.Duration
+	// Fence is the fence counter: the last fence handed out.
+	Fence uint64
+}
+
+// Inspect reads the state of key from Redis (for Redlock, the holding that a
+// majority of nodes agrees on, or a *QuorumError). It never returns the
+// lock value.
+func (l *Locker) Inspect(ctx context.Context, key string) (Holding, error) {
+	if err := ValidateKey(key); err != nil {
+		return Holding{}, err
+	}
+	if l.isClosed() {
+		return Holding{}, ErrClosed
+	}
+	return l.backend.inspect(ctx, key)
+}
+
+func (s *single) inspect(ctx context.Context, key string) (Holding, error) {
+	return inspectOn(ctx, s.client, key)
+}
+
+// inspectOn reads one server. The value goes no further than this function.
+func inspectOn(ctx context.Context, c redis.Cmdable, key string) (Holding, error) {
+	h := Holding{Key: key}
+	value, err := c.Get(ctx, key).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+	case err != nil:
+		return h, fmt.Errorf("lock: inspect %q: %w", key, err)
+	default:
+		h.Held, h.Identity = true, IdentityFromValue(value)
+		if h.TTL, err = c.PTTL(ctx, key).Result(); err != nil {
+			return h, fmt.Errorf("lock: inspect %q: %w", key, err)
+		}
+	}
+	fence, err := c.Get(ctx, FenceKey(key)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+	case err != nil:
+		return h, fmt.Errorf("lock: inspect %q: %w", key, err)
+	default:
+		if h.Fence, err = strconv.ParseUint(fence, 10, 64); err != nil {
+			return h, fmt.Errorf("lock: inspect %q: fence counter %q: %w", key, fence, err)
+		}
+	}
+	return h, nil
+}
+
+func (r *redlock) inspect(ctx context.Context, key string) (Holding, error) {
+	replies := fanOut(ctx, r, func(ctx context.Context, n *single) (Holding, error) { return n.inspect(ctx, key) })
+	votes := map[string]int{} // identity ("" = free) → nodes
+	var maxFence uint64
+	for _, x := range replies {
+		if x.err == nil {
+			votes[x.v.Identity]++
+			maxFence = max(maxFence, x.v.Fence)
+		}
+	}
+	for _, x := range replies {
+		if x.err == nil && votes[x.v.Identity] >= r.quorum {
+			h := x.v
+			h.Fence = maxFence
+			return h, nil
+		}
+	}
+	_, _, qerr := tally(r, "inspect", replies, func(Holding) bool { return true })
+	return Holding{Key: key, Fence: maxFence}, qerr
+}
