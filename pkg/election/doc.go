@@ -12,6 +12,8 @@
 //     controller-runtime manager (LeaderElectionResourceLockInterface), can
 //     elect on Redis instead of on a Kubernetes Lease.
 //
+// A candidate:
+//
 //	err := election.Run(ctx, election.Config{
 //		Client:          redisClient,
 //		Key:             "billing/settlement-leader",

@@ -160,7 +160,9 @@ func (t target) fingerprint() string {
 // against the TTL so a missing replica costs little validity.
 func (t target) replicaAckTimeout() time.Duration { return min(t.ttl/5, 2*time.Second) }
 
-// connect builds the lock.Locker for t and the clients it owns.
+// connect builds the lock.Locker for t and the clients it owns. The clients
+// honour context deadlines on reads (ContextTimeoutEnabled), so a renewal
+// stops waiting for a paused server when the lease's validity ends.
 func (t target) connect(opts []lock.Option) (*lock.Locker, []redis.UniversalClient, error) {
 	base := []lock.Option{lock.WithTTL(t.ttl), lock.WithRenewInterval(t.renew), lock.WithFencing(t.fencing)}
 	if t.replicaAcks > 0 {
@@ -174,15 +176,18 @@ func (t target) connect(opts []lock.Option) (*lock.Locker, []redis.UniversalClie
 			MasterName: t.masterName, SentinelAddrs: t.sentinelAddrs,
 			SentinelUsername: t.sentinelUser, SentinelPassword: t.sentinelPass,
 			Username: t.username, Password: t.password, DB: t.db, TLSConfig: t.tls,
+			ContextTimeoutEnabled: true,
 		}))
 	case v1alpha1.RedisModeCluster:
 		clients = append(clients, redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: t.addrs, Username: t.username, Password: t.password, TLSConfig: t.tls,
+			ContextTimeoutEnabled: true,
 		}))
 	default:
 		for _, a := range t.addrs {
 			clients = append(clients, redis.NewClient(&redis.Options{
 				Addr: a, Username: t.username, Password: t.password, DB: t.db, TLSConfig: t.tls,
+				ContextTimeoutEnabled: true,
 			}))
 		}
 	}

@@ -9,6 +9,11 @@
 //	defer lease.Release(context.Background())
 //	err = store.Write(lease.Context(), lease.Fence(), result) // bind work to the lease
 //
+// Give the go-redis client ContextTimeoutEnabled: true, so that a renewal
+// stops waiting for a paused server when the lease's validity ends (the
+// lease ends on time either way; without it a late reply only holds a
+// goroutine and Close longer).
+//
 // # What a lease guarantees
 //
 //   - While Err() is nil and ValidUntil has not passed, no other holder of

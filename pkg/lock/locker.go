@@ -218,7 +218,8 @@ func (l *Locker) isClosed() bool {
 	return l.closed
 }
 
-// Close releases every lease still held (within 5s in total), stops the
+// Close releases every lease still held and waits for renewals in flight
+// (within 5s in total), stops the
 // subscription and makes waiting Acquire calls return ErrClosed. Later calls
 // of any method return ErrClosed.
 func (l *Locker) Close() error {
@@ -252,8 +253,18 @@ func (l *Locker) Close() error {
 		})
 	}
 	wg.Wait()
-	l.inflight.Lock()
-	l.inflight.Unlock() //nolint:staticcheck // an empty critical section: waiting for in-flight calls is the point
+	// Wait (bounded) for renewals and releases still talking to Redis; one
+	// stuck past the bound finishes with its client's own timeouts.
+	idle := make(chan struct{})
+	go func() {
+		l.inflight.Lock()
+		l.inflight.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
+		close(idle)
+	}()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
 	l.events.close()
 	l.backend.close(ctx)
 	return errors.Join(errs...)

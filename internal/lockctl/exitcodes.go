@@ -1,0 +1,45 @@
+package lockctl
+
+import (
+	"strconv"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes (README "lockctl"). `run` otherwise exits with the child's code,
+// or 128+N when the child was killed by signal N, as shells do.
+const (
+	ExitOK          = 0
+	ExitError       = 1   // Redis or Kubernetes errors, anything unexpected
+	ExitUsage       = 2   // bad flags or arguments
+	ExitNotAcquired = 3   // the lock was held and --wait ran out (or was 0)
+	ExitLeaseLost   = 4   // run: the lease ended while the child ran; the child was terminated
+	ExitNotReady    = 5   // the DistributedLock is not Ready
+	ExitNoChild     = 127 // run: the command could not be started
+)
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return "exit status " + strconv.Itoa(e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+func exit(code int, err error) error { return &exitError{code: code, err: err} }
+
+// usage marks cobra's argument errors as usage errors (exit 2).
+func usage(check func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return exit(ExitUsage, err)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,356 @@
+package lockctl_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/kubetest"
+	"github.com/redlease/redlease/internal/redistest"
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// binary is lockctl built from cmd/lockctl: the tests run the real program.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lockctl-test-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "lockctl")
+	build := exec.Command("go", "build", "-o", binary, "github.com/redlease/redlease/cmd/lockctl")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building lockctl:", err)
+		os.Exit(1)
+	}
+	code := kubetest.Main(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// lockctl runs the binary to completion (bounded by a minute).
+func lockctl(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("lockctl %v did not finish in a minute; stderr:\n%s", args, errb.String())
+	}
+	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
+}
+
+func redisURL(s *redistest.Server) string { return "redis://" + s.Addr() }
+
+var lockValue = regexp.MustCompile(`/[0-9a-f]{40}`)
+
+func TestRunGivesTheChildItsLockButNotTheValueAndPassesItsExitCode(t *testing.T) {
+	srv := redistest.StartStandalone(t)
+	r := lockctl(t, "run", "--redis", redisURL(srv), "--key", "report", "--identity", "cron-1", "--",
+		"sh", "-c", `echo "key=$LOCK_KEY fence=$LOCK_FENCE holder=$LOCK_HOLDER"; env; exit 7`)
+	if r.code != 7 {
+		t.Fatalf("exit code %d, want the child's 7; stderr:\n%s", r.code, r.stderr)
+	}
+	m := regexp.MustCompile(`key=report fence=(\d+) holder=cron-1`).FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("child did not see its lock: %q", r.stdout)
+	}
+	if fence, _ := strconv.ParseUint(m[1], 10, 64); fence == 0 {
+		t.Fatal("LOCK_FENCE is 0")
+	}
+	if lockValue.MatchString(r.stdout) {
+		t.Fatal("the lock value leaked into the child's environment")
+	}
+	if n := srv.Client(t).Exists(t.Context(), "report").Val(); n != 0 {
+		t.Fatal("lockctl did not release the lock when the child exited")
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	srv := redistest.StartStandalone(t)
+	holder, err := lock.New(srv.Client(t), lock.WithTTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	lease, err := holder.TryAcquire(t.Context(), "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(context.Background())
+	url := redisURL(srv)
+
+	for _, tt := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"no command", []string{"run", "--redis", url, "--key", "k"}, 2},
+		{"no lock named", []string{"run", "--", "true"}, 2},
+		{"both kinds of lock", []string{"run", "--lock", "a/b", "--redis", url, "--key", "k", "--", "true"}, 2},
+		{"unknown flag", []string{"run", "--nope", "--", "true"}, 2},
+		{"even Redlock", []string{"run", "--redis", url + "," + url, "--key", "k", "--", "true"}, 2},
+		{"held, no wait", []string{"run", "--redis", url, "--key", "held", "--wait", "0", "--", "true"}, 3},
+		{"held, wait runs out", []string{"run", "--redis", url, "--key", "held", "--wait", "200ms", "--", "true"}, 3},
+		{"command not found", []string{"run", "--redis", url, "--key", "k", "--", "/nonexistent/job"}, 127},
+		{"killed by a signal", []string{"run", "--redis", url, "--key", "k", "--", "sh", "-c", "kill -9 $$"}, 128 + 9},
+		{"success", []string{"run", "--redis", url, "--key", "k", "--", "true"}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if r := lockctl(t, tt.args...); r.code != tt.want {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", r.code, tt.want, r.stderr)
+			}
+		})
+	}
+}
+
+// startRun starts `lockctl run` whose child prints its pid and sleeps; it
+// returns the command and the child's pid.
+func startRun(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no pid from the child: %v; stderr:\n%s", err, errb.String())
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd, &errb, pid
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) int {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(within):
+		t.Fatalf("lockctl still running %v after its lease was lost", within)
+		return -1
+	}
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// A lost lease stops the child and makes lockctl fail: the key deleted from
+// outside (seen at the next renewal), or Redis paused past the TTL (seen by
+// the local deadline, Redis never answering).
+func TestLostLeaseTerminatesTheChild(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		lose  func(*redistest.Server)
+		extra []string
+		child string
+	}{
+		{"key deleted from outside", func(s *redistest.Server) { s.Client(t).Del(t.Context(), "job") }, nil, "echo $$; exec sleep 60"},
+		{"redis paused past the TTL", func(s *redistest.Server) { s.Pause(); t.Cleanup(s.Resume) }, nil, "echo $$; exec sleep 60"},
+		// A child that ignores SIGTERM is killed after --grace.
+		{"child ignores SIGTERM", func(s *redistest.Server) { s.Client(t).Del(t.Context(), "job") },
+			[]string{"--grace", "300ms"}, `trap "" TERM; echo $$; while :; do sleep 0.1; done`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.StartStandalone(t)
+			args := append([]string{"run", "--redis", redisURL(srv), "--key", "job", "--ttl", "1s"}, tt.extra...)
+			cmd, stderr, pid := startRun(t, append(args, "--", "sh", "-c", tt.child)...)
+			tt.lose(srv)
+			if code := waitExit(t, cmd, 10*time.Second); code != 4 {
+				t.Fatalf("exit %d, want 4 (lease lost); stderr:\n%s", code, stderr.String())
+			}
+			if alive(pid) {
+				t.Fatal("the child outlived the lease")
+			}
+			if !strings.Contains(stderr.String(), "lease on job lost") {
+				t.Fatalf("no clear message; stderr:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+// Two `lockctl run` on one lock run their children strictly one after the
+// other.
+func TestConcurrentRunsAreSerialized(t *testing.T) {
+	srv := redistest.StartStandalone(t)
+	journal := filepath.Join(t.TempDir(), "journal")
+	var wg sync.WaitGroup
+	codes := make([]int, 3)
+	for i := range codes {
+		wg.Go(func() {
+			r := lockctl(t, "run", "--redis", redisURL(srv), "--key", "serial", "--wait", "30s", "--",
+				"sh", "-c", fmt.Sprintf(`echo start %d >> %s; sleep 0.3; echo end %d >> %s`, i, journal, i, journal))
+			codes[i] = r.code
+		})
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != 0 {
+			t.Fatalf("run %d exited %d", i, c)
+		}
+	}
+	data, err := os.ReadFile(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(strings.ReplaceAll(string(data), "\n", " "))
+	if len(lines) != 12 {
+		t.Fatalf("journal %q: want 3 start/end pairs", data)
+	}
+	for i := 0; i < len(lines); i += 4 {
+		if lines[i] != "start" || lines[i+2] != "end" || lines[i+1] != lines[i+3] {
+			t.Fatalf("children overlapped: %q", data)
+		}
+	}
+}
+
+// Through a DistributedLock: the key comes from the resource, status reads
+// the holder, and a resource that is not Ready exits 5.
+func TestKubernetesMode(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	kubeconfig := env.KubeconfigFile(t)
+	srv := redistest.StartStandalone(t)
+	dl := &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
+		Spec: v1alpha1.DistributedLockSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}}}
+	if err := env.Client.Create(t.Context(), dl); err != nil {
+		t.Fatal(err)
+	}
+	dl.Status.Master = srv.Addr()
+	apimeta.SetStatusCondition(&dl.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAvailable})
+	if err := env.Client.Status().Update(t.Context(), dl); err != nil {
+		t.Fatal(err)
+	}
+
+	r := lockctl(t, "run", "--kubeconfig", kubeconfig, "--lock", ns+"/nightly", "--", "sh", "-c", `echo "$LOCK_KEY"`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != ns+"/nightly" {
+		t.Fatalf("run: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	cmd, _, _ := startRun(t, "run", "--kubeconfig", kubeconfig, "--lock", ns+"/nightly", "--identity", "holder-9", "--", "sh", "-c", "echo $$; exec sleep 30")
+	st := lockctl(t, "status", ns+"/nightly", "--kubeconfig", kubeconfig, "-o", "json")
+	var report struct {
+		Key, Mode, Ready, Holder string
+		Held                     bool
+		Fence                    uint64
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &report); err != nil {
+		t.Fatalf("status -o json: %v: %q %s", err, st.stdout, st.stderr)
+	}
+	if !report.Held || report.Holder != "holder-9" || report.Fence == 0 || report.Mode != "Standalone" || report.Ready != "True" {
+		t.Fatalf("status = %+v", report)
+	}
+	if lockValue.MatchString(st.stdout) {
+		t.Fatal("status printed the lock value")
+	}
+	table := lockctl(t, "status", ns+"/nightly", "--kubeconfig", kubeconfig)
+	if !strings.Contains(table.stdout, "holder-9") || !strings.Contains(table.stdout, "HOLDER") {
+		t.Fatalf("status table:\n%s", table.stdout)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM) // forwarded to the child; lockctl then releases
+	if code := waitExit(t, cmd, 10*time.Second); code != 128+int(syscall.SIGTERM) {
+		t.Fatalf("lockctl after SIGTERM exited %d, want the child's 143", code)
+	}
+
+	apimeta.SetStatusCondition(&dl.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonEndpointUnreachable, Message: "connection refused"})
+	if err := env.Client.Status().Update(t.Context(), dl); err != nil {
+		t.Fatal(err)
+	}
+	if r := lockctl(t, "run", "--kubeconfig", kubeconfig, "--lock", ns+"/nightly", "--", "true"); r.code != 5 || !strings.Contains(r.stderr, "EndpointUnreachable") {
+		t.Fatalf("not Ready: exit %d, stderr %q; want 5 naming the reason", r.code, r.stderr)
+	}
+}
+
+func TestInstallCopiesTheBinary(t *testing.T) {
+	dest := filepath.Join(t.TempDir(), "lockctl")
+	if r := lockctl(t, "install", dest); r.code != 0 {
+		t.Fatalf("install: exit %d: %s", r.code, r.stderr)
+	}
+	out, err := exec.Command(dest, "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Exit codes") {
+		t.Fatalf("installed copy does not run: %v\n%s", err, out)
+	}
+}
+
+// The CronJob sample (config/samples/cronjob) is accepted by the API server.
+func TestCronJobSampleIsValid(t *testing.T) {
+	env := kubetest.Shared(t)
+	root, err := kubetest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "samples", "cronjob", "lockctl-cronjob.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "billing"}}
+	if err := env.Client.Create(t.Context(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for doc := range strings.SplitSeq(string(data), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Create(t.Context(), u, client.DryRunAll); err != nil {
+			t.Fatalf("%s %s refused: %v", u.GetKind(), u.GetName(), err)
+		}
+		kinds[u.GetKind()] = true
+	}
+	for _, k := range []string{"CronJob", "Role", "RoleBinding", "ServiceAccount"} {
+		if !kinds[k] {
+			t.Errorf("sample has no %s", k)
+		}
+	}
+}

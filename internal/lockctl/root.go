@@ -1,0 +1,49 @@
+// Package lockctl is the lockctl command line: run a command under a
+// distributed lock, inspect a lock, and take one by hand for debugging.
+// cmd/lockctl only calls Main.
+package lockctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// NewCommand returns the lockctl command tree writing to stdout and stderr.
+func NewCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lockctl",
+		Short: "Distributed locks on Redis, from the command line",
+		Long: `lockctl takes redlease locks: declared by a DistributedLock resource
+(--lock NAMESPACE/NAME, through the Kubernetes API), or directly on Redis
+(--redis URL --key K; several URLs mean Redlock over independent nodes).
+
+Exit codes: 0 success; 1 error; 2 usage; 3 lock held (--wait ran out);
+4 lease lost while the command ran; 5 DistributedLock not Ready;
+127 command not found; otherwise the command's own exit code (128+N when
+killed by signal N).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exit(ExitUsage, err) })
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newRunCommand(stderr), newStatusCommand(stdout), newAcquireCommand(stdout), newInstallCommand(stdout))
+	return root
+}
+
+// Main runs lockctl with args and returns its exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := NewCommand(stdout, stderr)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	code := exitCodeFor(err)
+	var ee *exitError
+	if err != nil && (!errors.As(err, &ee) || ee.err != nil) {
+		fmt.Fprintln(stderr, "lockctl:", err)
+	}
+	return code
+}

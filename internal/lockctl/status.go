@@ -1,0 +1,88 @@
+package lockctl
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+// statusReport is what `lockctl status` prints; it never holds the value.
+type statusReport struct {
+	Key      string `json:"key"`
+	Mode     string `json:"mode"`
+	Ready    string `json:"ready"`
+	Held     bool   `json:"held"`
+	Holder   string `json:"holder,omitempty"`
+	TTL      string `json:"ttl,omitempty"`
+	Fence    uint64 `json:"fence"`
+	Problems string `json:"error,omitempty"`
+}
+
+func newStatusCommand(stdout io.Writer) *cobra.Command {
+	var (
+		target targetFlags
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "status [NAMESPACE/NAME] [--redis URL --key K] [-o table|json]",
+		Short: "Show who holds the lock, its remaining TTL, fence, topology and readiness",
+		Args:  usage(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				target.lock = args[0]
+			}
+			if output != "table" && output != "json" {
+				return exit(ExitUsage, fmt.Errorf("-o %q: want table or json", output))
+			}
+			l, err := target.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			r := statusReport{Key: l.Key()}
+			r.Mode, r.Ready = l.describe()
+			h, err := l.Inspect(cmd.Context())
+			if err != nil {
+				r.Problems = err.Error()
+			} else {
+				r.Held, r.Holder, r.Fence = h.Held, h.Identity, h.Fence
+				if h.Held {
+					r.TTL = h.TTL.String()
+				}
+			}
+			if output == "json" {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(r)
+			}
+			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "KEY\tMODE\tREADY\tHOLDER\tTTL\tFENCE")
+			holder := "-"
+			if r.Held {
+				holder = orDash(r.Holder)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\n", r.Key, r.Mode, r.Ready, holder, orDash(r.TTL), r.Fence)
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			if r.Problems != "" {
+				fmt.Fprintln(stdout, "error:", strings.TrimSpace(r.Problems))
+			}
+			return nil
+		},
+	}
+	target.register(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

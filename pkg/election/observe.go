@@ -1,0 +1,154 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// observer follows who holds the key, for OnNewLeader and to wake the
+// candidate. It never polls at a fixed interval. What it learns from:
+//
+//   - "acquired <identity>" on the key's events channel: a new leader;
+//   - "released": the key is free;
+//   - a GET (with PTTL, atomically) whenever the subscription is confirmed
+//     (at start and after every reconnect, when messages may have been
+//     missed) and whenever the holder's PTTL runs out: the key is then free
+//     (a crashed leader never says "released"), or held by someone whose
+//     "acquired" was missed, or by the same leader, renewed.
+type observer struct {
+	e      *elector
+	log    logr.Logger
+	leader string // last identity reported; "" when none or the key was seen free
+	expiry *time.Timer
+	retry  time.Duration // backoff of failed GETs
+}
+
+func newObserver(e *elector) *observer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &observer{e: e, log: e.log.WithName("observer"), expiry: t, retry: minBackoff}
+}
+
+func (o *observer) run(ctx context.Context) {
+	defer o.expiry.Stop()
+	ps := o.e.cfg.Client.Subscribe(ctx, lock.EventsChannel(o.e.cfg.Key))
+	// go-redis's goroutine behind this channel reconnects, resubscribes
+	// (delivering a new *redis.Subscription) and pings an idle connection;
+	// it closes the channel once the PubSub is closed.
+	msgs := ps.ChannelWithSubscriptions(redis.WithChannelSize(64))
+	defer func() {
+		_ = ps.Close()
+		for range msgs { // until go-redis's goroutine has stopped
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-msgs:
+			if !ok {
+				return
+			}
+			switch m := m.(type) {
+			case *redis.Subscription:
+				if m.Kind == "subscribe" {
+					o.refresh(ctx, true)
+				}
+			case *redis.Message:
+				o.message(ctx, m.Payload)
+			}
+		case <-o.expiry.C:
+			o.refresh(ctx, true)
+		}
+	}
+}
+
+func (o *observer) message(ctx context.Context, payload string) {
+	switch {
+	case strings.HasPrefix(payload, "acquired "):
+		o.report(strings.TrimPrefix(payload, "acquired "))
+		// Only for the holder's PTTL: the messages that follow are more
+		// recent than what a GET would say now about who holds the key.
+		o.refresh(ctx, false)
+	case payload == "released":
+		o.free()
+	}
+}
+
+// refresh reads the holder and its PTTL in one transaction and arms the
+// expiry timer. With authoritative, a holder other than the one last
+// reported is reported, and a free key resets the leader; without it,
+// only the timer is armed (and a free key wakes the candidate).
+func (o *observer) refresh(ctx context.Context, authoritative bool) {
+	key := o.e.cfg.Key
+	var (
+		get  *redis.StringCmd
+		pttl *redis.DurationCmd
+	)
+	_, err := o.e.cfg.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.Get(ctx, key)
+		pttl = p.PTTL(ctx, key)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		if ctx.Err() == nil {
+			wait := jitter(o.retry)
+			o.retry = min(2*o.retry, maxBackoff)
+			o.log.Info("reading the holder failed; retrying", "error", err.Error(), "retryIn", wait)
+			o.expiry.Reset(wait)
+		}
+		return
+	}
+	o.retry = minBackoff
+	value, err := get.Result()
+	if errors.Is(err, redis.Nil) {
+		o.expiry.Stop()
+		if authoritative {
+			o.leader = ""
+		}
+		o.e.wakeCandidate()
+		return
+	}
+	if authoritative {
+		if id := lock.IdentityFromValue(value); id != "" {
+			o.report(id)
+		} else {
+			o.leader = "" // not written by this library: nobody to report
+		}
+	}
+	switch d := pttl.Val(); {
+	case d >= 0:
+		// Redis deletes an expired key when it is next read: a GET just
+		// after the PTTL sees it gone (or renewed, or someone else's).
+		o.expiry.Reset(d + jitter(minBackoff))
+	default:
+		// -1: no TTL (not a lease of this library); only messages move on.
+		o.expiry.Stop()
+	}
+}
+
+// free records that the key is free and wakes the candidate.
+func (o *observer) free() {
+	o.leader = ""
+	o.expiry.Stop()
+	o.e.wakeCandidate()
+}
+
+// report calls OnNewLeader when identity is not the leader last reported.
+func (o *observer) report(identity string) {
+	if identity == "" || identity == o.leader {
+		return
+	}
+	o.leader = identity
+	o.log.V(1).Info("new leader observed", "leader", identity)
+	if f := o.e.cfg.Callbacks.OnNewLeader; f != nil {
+		f(identity)
+	}
+}

@@ -1,0 +1,237 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+const (
+	// minBackoff is the first wait after a failed attempt, and the jitter
+	// added to waits for a holder's TTL.
+	minBackoff = 10 * time.Millisecond
+	// maxBackoff caps the wait between attempts while Redis fails.
+	maxBackoff = time.Second
+)
+
+// Run makes this process a candidate for the leadership of cfg.Key and
+// returns when it is no longer one:
+//
+//   - nil when ctx ended it: before leading, or after leading, once
+//     OnStartedLeading and OnStoppedLeading have returned (and, with
+//     ReleaseOnCancel, the key was released);
+//   - an error matching ErrLeadershipLost (and lock.ErrLeaseLost) when it led
+//     and the lease ended while ctx was live;
+//   - an error matching lock.ErrInvalidConfig when cfg is invalid, before
+//     any I/O.
+//
+// Like client-go's LeaderElector.Run, Run does not stand again after leading:
+// call it again for that. Errors talking to Redis are retried with backoff
+// (logged to cfg.Logger) until ctx ends. No callback runs after Run returns.
+func Run(ctx context.Context, cfg Config) error {
+	locker, err := cfg.complete()
+	if err != nil {
+		return err
+	}
+	e := &elector{
+		cfg:    cfg,
+		locker: locker,
+		log:    cfg.Logger.WithValues("key", cfg.Key, "identity", cfg.Identity),
+		wake:   make(chan struct{}, 1),
+	}
+	// The observer outlives ctx until Run returns, so that OnNewLeader keeps
+	// reporting while a leader steps down; it keeps ctx's values.
+	obsCtx, stopObserver := context.WithCancel(context.WithoutCancel(ctx))
+	observed := make(chan struct{})
+	go func() {
+		defer close(observed)
+		newObserver(e).run(obsCtx)
+	}()
+	defer func() {
+		stopObserver()
+		<-observed
+	}()
+
+	lease, err := e.campaign(ctx)
+	if err != nil || lease == nil {
+		e.closeLocker()
+		return err
+	}
+	return e.lead(ctx, lease)
+}
+
+// elector is one call of Run.
+type elector struct {
+	cfg    Config
+	locker *lock.Locker
+	log    logr.Logger
+	// wake is signalled by the observer when the key was released or found
+	// free: a waiting candidate tries again at once.
+	wake chan struct{}
+}
+
+// campaign tries to acquire the key until it does (lease), ctx ends (nil,
+// nil) or an error that no retry can fix occurs. It never polls: between
+// attempts it waits for the holder's TTL to run out, or for the observer to
+// see the key released or free, or (after errors) for a backoff.
+func (e *elector) campaign(ctx context.Context) (*lock.Lease, error) {
+	backoff := minBackoff
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		lease, err := e.locker.TryAcquire(ctx, e.cfg.Key)
+		if err == nil {
+			return lease, nil
+		}
+		var (
+			held *lock.NotAcquiredError
+			wait time.Duration
+		)
+		switch {
+		case ctx.Err() != nil:
+			return nil, nil
+		case errors.As(err, &held) && held.HolderTTL > 0:
+			backoff = minBackoff
+			// The observer wakes us a little earlier when the key expires;
+			// this is the fallback when it cannot.
+			wait = held.HolderTTL + minBackoff + jitter(minBackoff)
+		case errors.As(err, &held):
+			// The key has no TTL (not written by this library), or the
+			// attempt's validity ran out before it completed: back off.
+			e.log.V(1).Info("key held without a TTL, or the attempt came too late; backing off", "reason", err.Error())
+			wait = jitter(backoff)
+			backoff = min(2*backoff, maxBackoff)
+		case errors.Is(err, lock.ErrInvalidConfig), errors.Is(err, lock.ErrClosed):
+			return nil, fmt.Errorf("election: %w", err)
+		default:
+			wait = jitter(backoff)
+			backoff = min(2*backoff, maxBackoff)
+			e.log.Info("acquisition attempt failed; retrying", "error", err.Error(), "retryIn", wait)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-e.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// lead runs one leadership: the callback in its own goroutine, renewals
+// here, until the lease ends or ctx ends and the callback has returned.
+func (e *elector) lead(ctx context.Context, lease *lock.Lease) error {
+	fence := lease.Fence()
+	log := e.log.WithValues("fence", fence)
+	log.Info("started leading")
+
+	leaderCtx, cancel := context.WithCancelCause(lease.Context())
+	defer cancel(nil)
+	stopAfter := context.AfterFunc(ctx, func() {
+		cancel(fmt.Errorf("election: stepping down: %w", context.Cause(ctx)))
+	})
+	defer stopAfter()
+	callbackDone := make(chan struct{})
+	go func() {
+		defer close(callbackDone)
+		e.cfg.Callbacks.OnStartedLeading(leaderCtx, fence)
+	}()
+
+	renew := time.NewTimer(e.cfg.RenewInterval)
+	defer renew.Stop()
+	// Lead until ctx is done and the callback has returned, renewing all
+	// along: a callback winding down after cancellation is still protected.
+	stopping, returned := ctx.Done(), (<-chan struct{})(callbackDone)
+	for stopping != nil || returned != nil {
+		select {
+		case <-renew.C:
+			e.renew(lease)
+			renew.Reset(e.cfg.RenewInterval)
+		case <-stopping:
+			stopping = nil
+		case <-returned:
+			returned = nil
+		case <-lease.Done():
+			<-callbackDone
+			e.closeLocker()
+			e.stoppedLeading()
+			if ctx.Err() != nil {
+				log.Info("stopped leading; the lease ended while stepping down", "reason", lease.Err().Error())
+				return nil
+			}
+			log.Info("stopped leading: lease lost", "reason", lease.Err().Error())
+			return fmt.Errorf("%w: %w", ErrLeadershipLost, lease.Err())
+		}
+	}
+
+	if e.cfg.ReleaseOnCancel {
+		rctx, rcancel := context.WithTimeout(context.Background(), e.cfg.TTL)
+		err := lease.Release(rctx)
+		rcancel()
+		if err != nil {
+			// Lost already, or Redis failed: the key expires with its TTL.
+			log.Info("releasing on cancel failed; the key expires with its TTL", "error", err.Error())
+		}
+		e.closeLocker()
+		log.Info("stopped leading; released")
+	} else {
+		// Stop renewing and leave the key to its TTL, as a crash would. The
+		// Locker is not closed, because Close would release the lease; nothing
+		// runs in it any more but the lease's deadline timer, which ends the
+		// lease locally when its validity passes.
+		log.Info("stopped leading; the lease runs out with its TTL")
+	}
+	e.stoppedLeading()
+	return nil
+}
+
+// renew extends the lease once, bounded by its validity. Failures are
+// retried at the next interval; the lease's local deadline ends leadership
+// if they last, and a key that is no longer ours ends it at once.
+func (e *elector) renew(lease *lock.Lease) {
+	ctx, cancel := context.WithDeadline(context.Background(), lease.ValidUntil())
+	defer cancel()
+	if err := lease.Renew(ctx); err != nil && lease.Err() == nil {
+		e.log.Info("renewal failed; retrying until the lease's deadline", "error", err.Error())
+	}
+}
+
+func (e *elector) stoppedLeading() {
+	if f := e.cfg.Callbacks.OnStoppedLeading; f != nil {
+		f()
+	}
+}
+
+// closeLocker closes the Locker when it holds nothing that must outlive Run.
+func (e *elector) closeLocker() {
+	if err := e.locker.Close(); err != nil && !errors.Is(err, lock.ErrClosed) {
+		e.log.Info("closing the locker", "error", err.Error())
+	}
+}
+
+// wakeCandidate makes a waiting campaign try again now.
+func (e *elector) wakeCandidate() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// jitter returns a duration drawn uniformly from [d/2, d], so candidates
+// that wait for the same moment do not all ask Redis at once.
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2+1)
+}
