@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/internal/faultproxy"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -116,56 +117,78 @@ func TestRedlockAcquiresIffAMajorityIsReachable(t *testing.T) {
 	}
 }
 
-// A node that does not answer (paused) eats into validity: the lease's
-// remaining validity shrinks by the time the acquisition took.
-func TestRedlockValidityShrinksByTheAcquireTime(t *testing.T) {
-	nodes, clients := redlockNodes(t, 5)
-	const ttl, nodeTimeout = 3 * time.Second, 300 * time.Millisecond
-	rl := newRedlock(t, clients, lock.WithTTL(ttl), lock.WithNodeTimeout(nodeTimeout))
-	ctx := ctxTimeout(t, 30*time.Second)
-	nodes[3].Pause()
-	nodes[4].Pause()
-	defer nodes[3].Resume()
-	defer nodes[4].Resume()
+// slowRedlock is a Redlock Locker over n nodes whose first `slow` replies
+// are delayed by latency. Connections are opened and scripts loaded before
+// the latency starts, so every request costs exactly one slow round trip.
+func slowRedlock(t *testing.T, n, slow int, latency time.Duration, opts ...lock.Option) ([]*redistest.Server, *lock.Locker) {
+	t.Helper()
+	nodes := redistest.StartNodes(t, n)
+	clients := make([]redis.UniversalClient, n)
+	proxies := make([]*faultproxy.Proxy, slow)
+	for i, s := range nodes {
+		addr := s.Addr()
+		if i < slow {
+			proxies[i] = faultproxy.New(t, addr)
+			addr = proxies[i].Addr()
+		}
+		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { c.Close() })
+		clients[i] = c
+	}
+	rl := newRedlock(t, clients, opts...)
+	warm, err := rl.TryAcquire(t.Context(), "warm-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range proxies {
+		p.Latency(latency)
+	}
+	return nodes, rl
+}
 
+// Slow nodes eat into validity: the lease's remaining validity shrinks by
+// the time the acquisition took (acquire and fence write-back, each waiting
+// for the slow nodes).
+func TestRedlockValidityShrinksByTheAcquireTime(t *testing.T) {
+	const ttl, latency = 3 * time.Second, 150 * time.Millisecond
+	_, rl := slowRedlock(t, 5, 2, latency, lock.WithTTL(ttl), lock.WithNodeTimeout(time.Second))
+	ctx := ctxTimeout(t, 30*time.Second)
+	start := time.Now()
 	lease, err := rl.TryAcquire(ctx, "slow")
 	if err != nil {
 		t.Fatal(err)
 	}
+	took := time.Since(start)
 	defer lease.Release(ctx)
-	// The acquisition waited a node timeout for the paused nodes, twice
-	// (acquire and fence write-back).
-	if left := time.Until(lease.ValidUntil()); left > ttl-2*nodeTimeout {
-		t.Fatalf("validity left %v after an acquisition that took at least %v; want at most %v", left, 2*nodeTimeout, ttl-2*nodeTimeout)
+	if took < 2*latency {
+		t.Fatalf("acquisition took %v, less than two round trips through %v of latency", took, latency)
+	}
+	if left := time.Until(lease.ValidUntil()); left > ttl-2*latency {
+		t.Fatalf("validity left %v after an acquisition that took %v; want at most %v", left, took, ttl-2*latency)
 	}
 }
 
-// When waiting for slow nodes makes the acquisition outlast its validity,
-// it is not acquired and every node is released.
+// When slow nodes make the acquisition outlast its validity, it is not
+// acquired and every node is released.
 func TestRedlockAcquisitionOutlastingValidityIsReleasedEverywhere(t *testing.T) {
-	nodes, clients := redlockNodes(t, 5)
-	const ttl = 200 * time.Millisecond
-	rl := newRedlock(t, clients, lock.WithTTL(ttl), lock.WithNodeTimeout(150*time.Millisecond))
+	const ttl, latency = 300 * time.Millisecond, 200 * time.Millisecond
+	nodes, rl := slowRedlock(t, 5, 3, latency, lock.WithTTL(ttl), lock.WithNodeTimeout(280*time.Millisecond))
 	ctx := ctxTimeout(t, 30*time.Second)
-	nodes[3].Pause()
-	nodes[4].Pause()
-	_, err := rl.TryAcquire(ctx, "outlasted")
-	if !errors.Is(err, lock.ErrNotAcquired) {
+	// A majority answers, but acquire + fence write-back through 200ms of
+	// latency each take longer than the 300ms lease's validity.
+	if _, err := rl.TryAcquire(ctx, "outlasted"); !errors.Is(err, lock.ErrNotAcquired) {
 		t.Fatalf("TryAcquire = %v, want not acquired (validity ran out)", err)
 	}
-	for i := range 3 {
-		if nodes[i].Client(t).Exists(ctx, "outlasted").Val() != 0 {
-			t.Fatalf("node %d keeps the key of a failed attempt", i)
-		}
-	}
-	nodes[3].Resume()
-	nodes[4].Resume()
-	// The paused nodes got the release too; whatever order they process
-	// their commands in, no key of the failed attempt outlives its TTL.
-	time.Sleep(ttl + 50*time.Millisecond)
+	deadline := time.Now().Add(ttl)
 	for i, n := range nodes {
-		if n.Client(t).Exists(ctx, "outlasted").Val() != 0 {
-			t.Fatalf("node %d still holds the failed attempt's key after its TTL", i)
+		for n.Client(t).Exists(ctx, "outlasted").Val() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d still holds the failed attempt's key", i)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 }

@@ -1,0 +1,60 @@
+// Package faultproxy puts an in-process toxiproxy between a test's clients
+// and a real server, on loopback, to add latency or swallow traffic — the
+// network faults that process signals (kill, SIGSTOP) cannot make.
+package faultproxy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Proxy forwards 127.0.0.1:<port> to an upstream address.
+type Proxy struct {
+	proxy *toxiproxy.Proxy
+	t     testing.TB
+}
+
+// New starts a proxy to upstream, stopped when t ends.
+func New(t testing.TB, upstream string) *Proxy {
+	t.Helper()
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	p := toxiproxy.NewProxy(srv, "redlease-test", "127.0.0.1:0", upstream)
+	if err := p.Start(); err != nil {
+		t.Fatalf("faultproxy: starting a proxy to %s: %v", upstream, err)
+	}
+	t.Cleanup(p.Stop)
+	return &Proxy{proxy: p, t: t}
+}
+
+// Addr is the address clients dial instead of the upstream.
+func (p *Proxy) Addr() string { return p.proxy.Listen }
+
+// Latency delays every reply (server → client) by d, on open and new
+// connections, until Reset.
+func (p *Proxy) Latency(d time.Duration) {
+	p.add("latency", "downstream", fmt.Sprintf(`{"latency": %d}`, d.Milliseconds()))
+}
+
+// BlackHole swallows everything clients send (client → server) and never
+// answers, until Reset: a partition that leaves connections open.
+func (p *Proxy) BlackHole() {
+	p.add("timeout", "upstream", `{"timeout": 0}`)
+}
+
+// Reset removes every fault.
+func (p *Proxy) Reset() { p.proxy.Toxics.ResetToxics(context.Background()) }
+
+func (p *Proxy) add(kind, stream, attributes string) {
+	p.t.Helper()
+	body := fmt.Sprintf(`{"name": %q, "type": %q, "stream": %q, "toxicity": 1, "attributes": %s}`, kind+"-"+stream, kind, stream, attributes)
+	if _, err := p.proxy.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
+		p.t.Fatalf("faultproxy: adding %s: %v", kind, err)
+	}
+}

@@ -1,0 +1,47 @@
+package faultproxy_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/internal/faultproxy"
+	"github.com/redlease/redlease/internal/redistest"
+)
+
+func TestLatencyAndBlackHole(t *testing.T) {
+	srv := redistest.StartStandalone(t)
+	p := faultproxy.New(t, srv.Addr())
+	c := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 2 * time.Second, MaxRetries: -1})
+	defer c.Close()
+	ctx := context.Background()
+
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("through the proxy: %v", err)
+	}
+	p.Latency(300 * time.Millisecond)
+	start := time.Now()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("PING took %v through 300ms of latency", d)
+	}
+	p.Reset()
+	p.BlackHole()
+	short := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	defer short.Close()
+	if err := short.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING answered through a black hole")
+	}
+	p.Reset()
+	// Connections open during the black hole may be cut when it is lifted;
+	// new ones work.
+	after := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+	defer after.Close()
+	if err := after.Ping(ctx).Err(); err != nil {
+		t.Fatalf("after Reset: %v", err)
+	}
+}
