@@ -10,5 +10,6 @@
 //
 //	UPDATE accounts SET balance = $2, fence = $3 WHERE id = $1 AND fence < $3
 //
-// where zero rows affected means the token was stale.
+// where zero rows affected means the token was stale; ExecFenced runs such a
+// statement and reports that as ErrStale.
 package fence

@@ -14,7 +14,8 @@ import (
 // the last accepted one. Match it with errors.Is.
 var ErrStale = errors.New("fence: stale token")
 
-// StaleError carries the token that was refused and the one in force.
+// StaleError carries the token that was refused and the one in force (0
+// when the store does not say, as with ExecFenced).
 type StaleError struct {
 	Resource string
 	Token    uint64
@@ -22,6 +23,9 @@ type StaleError struct {
 }
 
 func (e *StaleError) Error() string {
+	if e.Current == 0 {
+		return fmt.Sprintf("fence: write to %q with token %d refused: a token at least as large was already accepted", e.Resource, e.Token)
+	}
 	return fmt.Sprintf("fence: write to %q with token %d refused: token %d was already accepted", e.Resource, e.Token, e.Current)
 }
 
