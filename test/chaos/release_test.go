@@ -57,7 +57,7 @@ func TestLateReleaseAfterExpiry(t *testing.T) {
 			}
 			aFrom := Mono()
 			read := raw.Get(ctx, "late").Val() // what a GET-then-DEL client reads before its pause
-			<-lease.Done()                       // A works past its TTL
+			<-lease.Done()                     // A works past its TTL
 			h.Claim(Claim{Client: "a", Key: "late", Fence: lease.Fence(), From: aFrom, Until: MonoAt(lease.ValidUntil())})
 
 			bLease, err := b.Acquire(ctx, "late")
