@@ -74,8 +74,17 @@ func (s *Lease) Done() <-chan struct{} { return s.ctx.Done() }
 func (s *Lease) Context() context.Context { return s.ctx }
 
 // Err is nil while the lease is held; afterwards it matches ErrReleased or
-// ErrLeaseLost (wrapping the cause).
+// ErrLeaseLost (wrapping the cause). It checks the deadline itself, so it
+// never reports a lease held past ValidUntil, even before Done's timer ran.
 func (s *Lease) Err() error {
+	s.mu.Lock()
+	expired := s.err == nil && !s.locker.cfg.clock.Now().Before(s.validUntil)
+	s.mu.Unlock()
+	if expired {
+		// The deadline passed but its timer has not run yet (a busy or
+		// just-resumed process): end the lease now rather than report it held.
+		s.checkDeadline()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err

@@ -45,3 +45,54 @@ func TestAReplyReadAfterThePauseIsNotALease(t *testing.T) {
 		t.Fatal("the late acquisition was left in Redis")
 	}
 }
+
+// manualClock only moves when told, and its timers never fire: what a
+// process sees when its deadline passed but its timer goroutine has not
+// been scheduled yet.
+type manualClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+func (c *manualClock) AfterFunc(time.Duration, func()) lock.Timer { return stoppedTimer{} }
+
+type stoppedTimer struct{}
+
+func (stoppedTimer) Stop() bool               { return false }
+func (stoppedTimer) Reset(time.Duration) bool { return false }
+
+// Err never reports a lease held past ValidUntil, even when the deadline
+// timer has not run.
+func TestErrChecksTheDeadlineItself(t *testing.T) {
+	_, client := startRedis(t)
+	clock := &manualClock{}
+	l := newLocker(t, client, lock.WithTTL(time.Second), lock.WithClock(clock), lock.WithoutWatchdog())
+	lease, err := l.TryAcquire(ctxTimeout(t, 5*time.Second), "deadline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Err(); err != nil {
+		t.Fatalf("Err right after acquiring = %v", err)
+	}
+	clock.advance(time.Second)
+	if err := lease.Err(); !errors.Is(err, lock.ErrLeaseLost) {
+		t.Fatalf("Err past ValidUntil with no timer run = %v, want ErrLeaseLost", err)
+	}
+	select {
+	case <-lease.Done():
+	default:
+		t.Fatal("Done still open after Err reported the lease lost")
+	}
+}
