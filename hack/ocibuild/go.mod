@@ -1,0 +1,14 @@
+// Module ocibuild packs binaries into OCI image tarballs (make image). It is
+// its own module so that neither the product nor the Kubernetes tools module
+// depends on go-containerregistry.
+module github.com/redlease/redlease/hack/ocibuild
+
+go 1.26.0
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+)
