@@ -60,16 +60,17 @@ type Config struct {
 	// Callbacks are the hooks Run calls. OnStartedLeading is required.
 	Callbacks Callbacks
 
-	// Logger receives Run's log lines (and the lease's). Default: none.
-	// Lock values are never logged.
+	// Logger receives Run's log lines: leadership started and stopped, and
+	// errors talking to Redis (retried). Default: none. Lock values are
+	// never logged.
 	Logger logr.Logger
 
 	// LockOptions are passed to lock.New, e.g. lock.WithReplicaAck,
 	// lock.WithDriftFactor, lock.WithMetrics or lock.WithFencing. Run sets
-	// the TTL, renew interval, identity and logger from this Config (they
-	// override options given here) and renews the lease itself (the lock's
-	// watchdog is off), so that a leader can stop renewing without deleting
-	// the key when ReleaseOnCancel is false.
+	// the TTL, renew interval and identity from this Config and the logger
+	// (they override options given here), and renews the lease itself (the
+	// lock's watchdog is off), so that a leader can stop renewing without
+	// deleting the key when ReleaseOnCancel is false.
 	LockOptions []lock.Option
 }
 
@@ -117,9 +118,9 @@ func (c Config) Validate() error {
 	return err
 }
 
-// complete applies the defaults, validates, and returns the Locker Run
-// uses (lock.New does no I/O and starts nothing).
-func (c *Config) complete() (*lock.Locker, error) {
+// complete applies the defaults, validates, and returns the options of
+// Run's Locker.
+func (c *Config) complete() ([]lock.Option, error) {
 	if c.Client == nil {
 		return nil, invalid("nil Client")
 	}
@@ -155,14 +156,17 @@ func (c *Config) complete() (*lock.Locker, error) {
 		lock.WithRenewInterval(c.RenewInterval),
 		lock.WithoutWatchdog(),
 		lock.WithIdentity(c.Identity),
-		lock.WithLogger(c.Logger),
+		// Run logs what matters itself. The Locker logs nothing, because the
+		// lease of a leader that steps down without releasing lives on until
+		// its deadline, after Run returned.
+		lock.WithLogger(logr.Discard()),
 	)
-	// lock.New checks the rest (TTL bounds, drift, the other options).
-	l, err := lock.New(c.Client, opts...)
-	if err != nil {
+	// lock.New checks the rest (TTL bounds, drift, the other options); it
+	// does no I/O and starts nothing.
+	if _, err := lock.New(c.Client, opts...); err != nil {
 		return nil, fmt.Errorf("election: %w", err)
 	}
-	return l, nil
+	return opts, nil
 }
 
 func invalid(format string, args ...any) error {

@@ -341,13 +341,13 @@ func TestCrashedAndPausedLeaders(t *testing.T) {
 	}
 }
 
-// waitLine waits until c has printed text.
+// waitLine waits until c has printed a line starting with text.
 func waitLine(t *testing.T, c *child, d time.Duration, text string) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
 		for _, l := range c.history(0) {
-			if l.text == text {
+			if strings.HasPrefix(l.text, text) {
 				return
 			}
 		}

@@ -23,11 +23,7 @@ func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
 	code := kubetest.Main(m)
 	if code == 0 {
-		if err := goleak.Find(
-			// klog's flush daemon lives as long as the process; client-go
-			// starts it on first use.
-			goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
-		); err != nil {
+		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutines leaked:", err)
 			code = 1
 		}

@@ -35,9 +35,13 @@ const (
 // call it again for that. Errors talking to Redis are retried with backoff
 // (logged to cfg.Logger) until ctx ends. No callback runs after Run returns.
 func Run(ctx context.Context, cfg Config) error {
-	locker, err := cfg.complete()
+	opts, err := cfg.complete()
 	if err != nil {
 		return err
+	}
+	locker, err := lock.New(cfg.Client, opts...)
+	if err != nil {
+		return fmt.Errorf("election: %w", err)
 	}
 	e := &elector{
 		cfg:    cfg,
@@ -90,6 +94,13 @@ func (e *elector) campaign(ctx context.Context) (*lock.Lease, error) {
 			return nil, nil
 		}
 		lease, err := e.locker.TryAcquire(ctx, e.cfg.Key)
+		if err == nil && ctx.Err() != nil {
+			// Acquired as ctx ended: give the key back without leading.
+			rctx, cancel := context.WithTimeout(context.Background(), e.cfg.TTL)
+			_ = lease.Release(rctx)
+			cancel()
+			return nil, nil
+		}
 		if err == nil {
 			return lease, nil
 		}
@@ -155,8 +166,9 @@ func (e *elector) lead(ctx context.Context, lease *lock.Lease) error {
 	for stopping != nil || returned != nil {
 		select {
 		case <-renew.C:
-			e.renew(lease)
-			renew.Reset(e.cfg.RenewInterval)
+			if e.renew(lease) {
+				renew.Reset(e.cfg.RenewInterval)
+			}
 		case <-stopping:
 			stopping = nil
 		case <-returned:
@@ -195,14 +207,24 @@ func (e *elector) lead(ctx context.Context, lease *lock.Lease) error {
 	return nil
 }
 
-// renew extends the lease once, bounded by its validity. Failures are
-// retried at the next interval; the lease's local deadline ends leadership
-// if they last, and a key that is no longer ours ends it at once.
-func (e *elector) renew(lease *lock.Lease) {
+// renew extends the lease once, bounded by its validity, and reports
+// whether to renew again. Failures are retried at the next interval; the
+// lease's local deadline ends leadership if they last, and a key that is no
+// longer ours ends it at once. A lease at its lock.WithMaxHold limit is not
+// renewed again: it ends at its deadline.
+func (e *elector) renew(lease *lock.Lease) bool {
 	ctx, cancel := context.WithDeadline(context.Background(), lease.ValidUntil())
 	defer cancel()
-	if err := lease.Renew(ctx); err != nil && lease.Err() == nil {
+	err := lease.Renew(ctx)
+	switch {
+	case err == nil || lease.Err() != nil:
+		return true // lease.Done ends the loop
+	case errors.Is(err, lock.ErrMaxHoldExceeded):
+		e.log.Info("the lease reached its maximum hold time; leadership ends at its deadline")
+		return false
+	default:
 		e.log.Info("renewal failed; retrying until the lease's deadline", "error", err.Error())
+		return true
 	}
 }
 
