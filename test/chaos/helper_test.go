@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/pkg/election"
 	"github.com/redlease/redlease/pkg/fence"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -111,6 +112,8 @@ func runHelper(role string) int {
 	switch role {
 	case "paused-writer":
 		return pausedWriter(ctx, client, key, ttl, os.Getenv("NAIVE") == "1")
+	case "paused-leader":
+		return pausedLeader(ctx, client, key, ttl)
 	case "acquire-loop":
 		return acquireLoop(ctx, client, key, ttl)
 	case "naive-setnx-loop":
@@ -198,5 +201,33 @@ func pausedWriter(ctx context.Context, client *redis.Client, key string, ttl tim
 	}
 	<-lease.Done() // the deadline passed while paused: the timer fires on resume
 	emit(event{Kind: "claim", Claim: &Claim{Client: id, Key: key, Fence: lease.Fence(), From: from, Until: MonoAt(lease.ValidUntil())}})
+	return 0
+}
+
+// pausedLeader is pausedWriter as an elected leader: it wins an election,
+// reads the counter, announces the write (the test SIGSTOPs it there), then
+// writes with its fence as long as its leader context is live.
+func pausedLeader(ctx context.Context, client *redis.Client, key string, ttl time.Duration) int {
+	store := redis.NewClient(&redis.Options{Addr: os.Getenv("STORE")})
+	defer store.Close()
+	fs := fence.NewRedisStore(store, "")
+	id := "leader-" + strconv.Itoa(os.Getpid())
+	err := election.Run(ctx, election.Config{Client: client, Key: key, Identity: id, TTL: ttl, ReleaseOnCancel: true,
+		Callbacks: election.Callbacks{OnStartedLeading: func(lctx context.Context, token uint64) {
+			from := Mono()
+			emit(event{Kind: "acquired"})
+			_, v, _ := fs.Read(lctx, "ledger")
+			n, _ := strconv.Atoi(v)
+			emit(event{Kind: "about-to-write"})
+			time.Sleep(100 * time.Millisecond) // preparing the write: the pause lands here
+			werr := fs.Write(context.Background(), "ledger", token, strconv.Itoa(n+1))
+			emit(event{Kind: "write", Write: &Write{Client: id, Resource: "ledger", Fence: token, At: Mono(), Accepted: werr == nil}})
+			<-lctx.Done() // seen only after the process runs again
+			emit(event{Kind: "claim", Claim: &Claim{Client: id, Key: key, Fence: token, From: from, Until: Mono()}})
+		}}})
+	if err != nil && !errors.Is(err, election.ErrLeadershipLost) {
+		emit(event{Kind: "error", Error: err.Error()})
+		return 1
+	}
 	return 0
 }
