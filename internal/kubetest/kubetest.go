@@ -278,8 +278,14 @@ func envOr(name, def string) string {
 func (e *Env) KubeconfigFile(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, e.env.KubeConfig, 0o600); err != nil {
+	if err := e.WriteKubeconfig(path); err != nil {
 		t.Fatalf("kubetest: writing a kubeconfig: %v", err)
 	}
 	return path
+}
+
+// WriteKubeconfig writes a kubeconfig for the API server (cluster admin) to
+// path, for programs (make demo) that run real binaries against it.
+func (e *Env) WriteKubeconfig(path string) error {
+	return os.WriteFile(path, e.env.KubeConfig, 0o600)
 }

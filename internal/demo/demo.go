@@ -1,0 +1,445 @@
+// Package demo is `make demo`: the whole product on this machine. It starts
+// a control plane (etcd and kube-apiserver built from source), Redis
+// servers, the operator, applies a DistributedLock, and runs workers —
+// library workers through pkg/kube and a lockctl-wrapped command — that
+// take the lock in turn and increment a counter in a fenced store. Midway
+// it pauses a holder past its TTL and shows its late write refused. It
+// prints a live table, a summary, and stops everything it started.
+package demo
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/kubetest"
+	"github.com/redlease/redlease/internal/redistest"
+	"github.com/redlease/redlease/pkg/fence"
+)
+
+const (
+	namespace = "demo"
+	lockName  = "settlement"
+	ttl       = 2 * time.Second
+)
+
+// Main runs the demo, or one of its worker roles when re-executed.
+func Main(args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "worker":
+			fs := flag.NewFlagSet("worker", flag.ExitOnError)
+			name, kubeconfig, store := fs.String("name", "", ""), fs.String("kubeconfig", "", ""), fs.String("store", "", "")
+			_ = fs.Parse(args[1:])
+			return runWorker(*name, *kubeconfig, namespace, lockName, *store)
+		case "write-once":
+			fs := flag.NewFlagSet("write-once", flag.ExitOnError)
+			name, store := fs.String("name", "", ""), fs.String("store", "", "")
+			_ = fs.Parse(args[1:])
+			return runWriteOnce(*name, *store)
+		}
+	}
+	fs := flag.NewFlagSet("demo", flag.ExitOnError)
+	keep := fs.Bool("keep", false, "leave everything running after the summary, until Ctrl-C")
+	duration := fs.Duration("duration", 25*time.Second, "how long the workers run")
+	workers := fs.Int("workers", 3, "library workers (plus one lockctl worker)")
+	_ = fs.Parse(args)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	d := &demo{out: os.Stdout, stats: map[string]*workerStats{}}
+	if err := d.run(ctx, *duration, *workers, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		d.cleanup()
+		return 1
+	}
+	d.cleanup()
+	return 0
+}
+
+type workerStats struct {
+	acquired, accepted, refused, lost int
+	lastFence                         uint64
+	paused                            bool
+}
+
+type demo struct {
+	out      io.Writer
+	mu       sync.Mutex
+	stats    map[string]*workerStats
+	cleanups []func()
+	aboutTo  chan string // workers announcing a write, once armed
+	armed    bool
+	pausedAt string
+}
+
+func (d *demo) step(format string, args ...any) {
+	fmt.Fprintf(d.out, "==> "+format+"\n", args...)
+}
+
+func (d *demo) onCleanup(f func()) { d.cleanups = append(d.cleanups, f) }
+
+func (d *demo) cleanup() {
+	for i := len(d.cleanups) - 1; i >= 0; i-- {
+		d.cleanups[i]()
+	}
+	d.cleanups = nil
+}
+
+func (d *demo) run(ctx context.Context, duration time.Duration, workers int, keep bool) error {
+	root, err := kubetest.RepoRoot()
+	if err != nil {
+		return err
+	}
+	bin := filepath.Join(root, "bin")
+	dir, err := os.MkdirTemp("", "redlease-demo-")
+	if err != nil {
+		return err
+	}
+	d.onCleanup(func() { os.RemoveAll(dir) })
+
+	d.step("starting a control plane: etcd and kube-apiserver from bin/ (built from source), CRDs from config/crd/bases")
+	env, err := kubetest.New()
+	if err != nil {
+		return err
+	}
+	d.onCleanup(func() { _ = env.Stop() })
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+
+	d.step("starting two redis-servers on 127.0.0.1: one for the lock, one for the fenced ledger")
+	lockRedis, stopLock, err := redistest.StartForMain()
+	if err != nil {
+		return err
+	}
+	d.onCleanup(stopLock)
+	storeRedis, stopStore, err := redistest.StartForMain()
+	if err != nil {
+		return err
+	}
+	d.onCleanup(stopStore)
+
+	d.step("starting the operator (bin/manager), log in %s", filepath.Join(dir, "manager.log"))
+	if err := d.spawnLogged(filepath.Join(dir, "manager.log"), []string{"KUBECONFIG=" + kubeconfig}, filepath.Join(bin, "manager"),
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--probe-interval=1s"); err != nil {
+		return err
+	}
+
+	d.step("applying DistributedLock %s/%s (Standalone, ttl %v, fencing on)", namespace, lockName, ttl)
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return err
+	}
+	dl := &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: lockName},
+		Spec: v1alpha1.DistributedLockSpec{TTL: &metav1.Duration{Duration: ttl},
+			Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{lockRedis.Addr()}}}}
+	if err := env.Client.Create(ctx, dl); err != nil {
+		return err
+	}
+	if err := waitReady(ctx, env.Client, dl); err != nil {
+		return err
+	}
+	d.step("%s/%s is Ready: the operator resolved and probed its Redis", namespace, lockName)
+
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	d.aboutTo = make(chan string, 64)
+	d.step("starting %d library workers (pkg/kube) and a lockctl worker; each increments the ledger under the lock", workers)
+	var libs []*exec.Cmd
+	for i := range workers {
+		name := fmt.Sprintf("lib-%d", i+1)
+		cmd, err := d.spawnWorker(name, self, "worker", "--name", name, "--kubeconfig", kubeconfig, "--store", storeRedis.Addr())
+		if err != nil {
+			return err
+		}
+		libs = append(libs, cmd)
+	}
+	runCtx, stopRun := context.WithTimeout(ctx, duration)
+	defer stopRun()
+	var wg sync.WaitGroup
+	wg.Go(func() { d.lockctlLoop(runCtx, filepath.Join(bin, "lockctl"), kubeconfig, self, storeRedis.Addr()) })
+	wg.Go(func() { d.pauseOneHolder(runCtx, libs, duration/3) })
+
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	start := time.Now()
+	for done := false; !done; {
+		select {
+		case <-runCtx.Done():
+			done = true
+		case <-ticker.C:
+			d.table(ctx, env.Client, time.Since(start))
+		}
+	}
+	for _, c := range libs {
+		_ = c.Process.Signal(syscall.SIGCONT)
+		_ = c.Process.Kill()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err := d.summary(ctx, storeRedis.Addr()); err != nil {
+		return err
+	}
+	if keep {
+		fmt.Fprintf(d.out, "\nStill running (Ctrl-C to stop everything):\n  export KUBECONFIG=%s\n  %s get dlock -A\n  %s status %s/%s --kubeconfig %s\n",
+			kubeconfig, filepath.Join(bin, "kubectl"), filepath.Join(bin, "lockctl"), namespace, lockName, kubeconfig)
+		<-ctx.Done()
+	}
+	return nil
+}
+
+func waitReady(ctx context.Context, c client.Client, dl *v1alpha1.DistributedLock) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(dl), dl); err == nil && apimeta.IsStatusConditionTrue(dl.Status.Conditions, v1alpha1.ConditionReady) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			cond := apimeta.FindStatusCondition(dl.Status.Conditions, v1alpha1.ConditionReady)
+			return fmt.Errorf("%s/%s not Ready after a minute (condition: %+v); see the manager log", dl.Namespace, dl.Name, cond)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// spawnLogged starts a background process writing to logPath, killed at cleanup.
+func (d *demo) spawnLogged(logPath string, env []string, name string, args ...string) error {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("starting %s: %w (run `make demo`, which builds it)", name, err)
+	}
+	d.onCleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logf.Close()
+	})
+	return nil
+}
+
+// spawnWorker starts a worker whose stdout events feed the table.
+func (d *demo) spawnWorker(name, self string, args ...string) (*exec.Cmd, error) {
+	cmd := exec.Command(self, args...)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	d.onCleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	go d.consume(out)
+	return cmd, nil
+}
+
+func (d *demo) consume(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var e event
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		d.record(e)
+	}
+}
+
+func (d *demo) record(e event) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.stats[e.Worker]
+	if s == nil {
+		s = &workerStats{}
+		d.stats[e.Worker] = s
+	}
+	switch e.Kind {
+	case "acquired":
+		s.acquired++
+		s.lastFence = e.Fence
+	case "about-to-write":
+		if d.armed {
+			select {
+			case d.aboutTo <- e.Worker:
+			default:
+			}
+		}
+	case "write":
+		if e.Accepted {
+			s.accepted++
+		} else {
+			s.refused++
+		}
+	case "lost":
+		s.lost++
+	case "error":
+		fmt.Fprintf(d.out, "    %s: %s\n", e.Worker, e.Detail)
+	}
+}
+
+// lockctlLoop runs `lockctl run -- demo write-once` again and again.
+func (d *demo) lockctlLoop(ctx context.Context, lockctl, kubeconfig, self, store string) {
+	for ctx.Err() == nil {
+		cmd := exec.CommandContext(ctx, lockctl, "run", "--kubeconfig", kubeconfig, "--lock", namespace+"/"+lockName,
+			"--identity", "lockctl", "--wait", "20s", "--", self, "write-once", "--name", "lockctl", "--store", store)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintf(d.out, "    lockctl: %v (run `make demo`, which builds bin/lockctl)\n", err)
+			return
+		}
+		d.consume(out)
+		_ = cmd.Wait()
+		select {
+		case <-ctx.Done():
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// pauseOneHolder waits until `after`, then SIGSTOPs the next library worker
+// that announces a write, for longer than the TTL, and resumes it.
+func (d *demo) pauseOneHolder(ctx context.Context, libs []*exec.Cmd, after time.Duration) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(after):
+	}
+	d.mu.Lock()
+	d.armed = true // from now on: announcements are fresh
+	d.mu.Unlock()
+	for {
+		var name string
+		select {
+		case <-ctx.Done():
+			return
+		case name = <-d.aboutTo:
+		}
+		var idx int
+		if _, err := fmt.Sscanf(name, "lib-%d", &idx); err != nil || idx < 1 || idx > len(libs) {
+			continue // lockctl's child: pause a library worker instead
+		}
+		p := libs[idx-1].Process
+		_ = p.Signal(syscall.SIGSTOP)
+		d.mu.Lock()
+		d.armed = false
+		d.pausedAt = name
+		d.stats[name].paused = true
+		d.mu.Unlock()
+		fmt.Fprintf(d.out, "==> paused %s (SIGSTOP) while it held the lock and was about to write; its TTL is %v\n", name, ttl)
+		select {
+		case <-ctx.Done():
+		case <-time.After(2*ttl + time.Second):
+		}
+		_ = p.Signal(syscall.SIGCONT)
+		d.mu.Lock()
+		d.stats[name].paused = false
+		d.mu.Unlock()
+		fmt.Fprintf(d.out, "==> resumed %s: its lease ended at its local deadline; its late write carries an old fence\n", name)
+		return
+	}
+}
+
+func (d *demo) table(ctx context.Context, c client.Client, elapsed time.Duration) {
+	var dl v1alpha1.DistributedLock
+	holder, fence, ready := "-", "-", "Unknown"
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lockName}, &dl); err == nil {
+		if dl.Status.Holder != nil {
+			holder, fence = dl.Status.Holder.Identity, strconv.FormatInt(dl.Status.Holder.Fence, 10)
+		}
+		if cond := apimeta.FindStatusCondition(dl.Status.Conditions, v1alpha1.ConditionReady); cond != nil {
+			ready = string(cond.Status)
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.out, "\n[%3.0fs] %s/%s  Ready=%s  holder (status)=%s  fence=%s\n", elapsed.Seconds(), namespace, lockName, ready, holder, fence)
+	fmt.Fprintf(d.out, "  %-8s %8s %9s %8s %5s %s\n", "WORKER", "ACQUIRED", "ACCEPTED", "REFUSED", "LOST", "")
+	for _, name := range d.names() {
+		s := d.stats[name]
+		note := ""
+		if s.paused {
+			note = "(paused)"
+		}
+		fmt.Fprintf(d.out, "  %-8s %8d %9d %8d %5d %s\n", name, s.acquired, s.accepted, s.refused, s.lost, note)
+	}
+}
+
+func (d *demo) names() []string {
+	names := make([]string, 0, len(d.stats))
+	for n := range d.stats {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// summary checks the ledger against what the workers report.
+func (d *demo) summary(ctx context.Context, storeAddr string) error {
+	rc := redis.NewClient(&redis.Options{Addr: storeAddr})
+	defer rc.Close()
+	token, v, err := fence.NewRedisStore(rc, "").Read(ctx, "ledger")
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	accepted, refused := 0, 0
+	for _, s := range d.stats {
+		accepted += s.accepted
+		refused += s.refused
+	}
+	fmt.Fprintf(d.out, "\n==> summary: %d increments accepted, %d late writes refused by the fence; ledger = %s (last fence %d)\n", accepted, refused, v, token)
+	if strconv.Itoa(accepted) != v {
+		return fmt.Errorf("ledger is %s but %d increments were accepted: an update was lost", v, accepted)
+	}
+	if d.pausedAt != "" && refused == 0 {
+		return errors.New("the paused holder's late write was not refused")
+	}
+	fmt.Fprintln(d.out, "==> no update lost; every write after a lost lease was refused by its fence")
+	return nil
+}

@@ -1,0 +1,102 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/redlease/redlease/pkg/fence"
+	"github.com/redlease/redlease/pkg/kube"
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// event is one line a worker prints for the demo's table.
+type event struct {
+	Worker   string `json:"worker"`
+	Kind     string `json:"kind"` // acquired, about-to-write, write, released, lost, error
+	Fence    uint64 `json:"fence,omitempty"`
+	Accepted bool   `json:"accepted,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+func say(e event) {
+	b, _ := json.Marshal(e)
+	fmt.Println(string(b))
+}
+
+// increment is the protected work: read the ledger counter, take a while,
+// write counter+1 with the fence. A late write is refused by the store.
+func increment(ctx context.Context, store *fence.RedisStore, worker string, token uint64, work time.Duration) {
+	_, v, err := store.Read(ctx, "ledger")
+	if err != nil {
+		say(event{Worker: worker, Kind: "error", Detail: err.Error()})
+		return
+	}
+	n, _ := strconv.Atoi(v)
+	say(event{Worker: worker, Kind: "about-to-write", Fence: token})
+	time.Sleep(work) // the demo may SIGSTOP us here, past our TTL
+	err = store.Write(ctx, "ledger", token, strconv.Itoa(n+1))
+	if err != nil && !errors.Is(err, fence.ErrStale) {
+		say(event{Worker: worker, Kind: "error", Detail: err.Error()})
+		return
+	}
+	say(event{Worker: worker, Kind: "write", Fence: token, Accepted: err == nil})
+}
+
+// runWorker is a library worker: pkg/kube locks through the DistributedLock,
+// in a loop, until killed.
+func runWorker(name, kubeconfig, namespace, lockName, storeAddr string) int {
+	ctx := context.Background()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		say(event{Worker: name, Kind: "error", Detail: err.Error()})
+		return 1
+	}
+	l, err := kube.NewLocker(ctx, cfg, namespace, lockName, lock.WithIdentity(name))
+	if err != nil {
+		say(event{Worker: name, Kind: "error", Detail: err.Error()})
+		return 1
+	}
+	defer l.Close()
+	rc := redis.NewClient(&redis.Options{Addr: storeAddr})
+	defer rc.Close()
+	store := fence.NewRedisStore(rc, "")
+	for {
+		lease, err := l.Acquire(ctx)
+		if err != nil {
+			say(event{Worker: name, Kind: "error", Detail: err.Error()})
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		say(event{Worker: name, Kind: "acquired", Fence: lease.Fence()})
+		increment(ctx, store, name, lease.Fence(), 300*time.Millisecond)
+		if err := lease.Release(ctx); errors.Is(err, lock.ErrLeaseLost) {
+			say(event{Worker: name, Kind: "lost", Fence: lease.Fence(), Detail: err.Error()})
+		} else {
+			say(event{Worker: name, Kind: "released", Fence: lease.Fence()})
+		}
+		time.Sleep(100 * time.Millisecond) // let others in
+	}
+}
+
+// runWriteOnce is the command lockctl runs: one increment with LOCK_FENCE.
+func runWriteOnce(name, storeAddr string) int {
+	token, err := strconv.ParseUint(os.Getenv("LOCK_FENCE"), 10, 64)
+	if err != nil {
+		say(event{Worker: name, Kind: "error", Detail: "no LOCK_FENCE: " + err.Error()})
+		return 1
+	}
+	say(event{Worker: name, Kind: "acquired", Fence: token})
+	rc := redis.NewClient(&redis.Options{Addr: storeAddr})
+	defer rc.Close()
+	increment(context.Background(), fence.NewRedisStore(rc, ""), name, token, 200*time.Millisecond)
+	say(event{Worker: name, Kind: "released", Fence: token})
+	return 0
+}
