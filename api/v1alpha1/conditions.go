@@ -22,10 +22,13 @@ package v1alpha1
 // README's troubleshooting table lists the same reasons.
 const (
 	// ConditionReady is True only when every safety property the resource
-	// asks for is in force: endpoints resolved and reachable, the replica
-	// guard applied (when requested), the Redlock quorum available (Redlock).
-	// Its reason is Available when True, else the reason of the first
-	// condition that holds it back.
+	// asks for is in force: the Secrets it references readable, the servers a
+	// lease needs resolved and reachable (Standalone, Replicated, Sentinel:
+	// the master; Cluster: every master), the replica guard applied (when
+	// requested), a majority of independent nodes reachable (Redlock). Its
+	// reason is Available when True, else the reason of the first condition
+	// that holds it back. An unreachable replica or Sentinel, or one Redlock
+	// node of five, makes EndpointsResolved False but not Ready.
 	ConditionReady = "Ready"
 
 	// ConditionEndpointsResolved is True when the controller found the Redis
@@ -86,7 +89,8 @@ const (
 	ReasonMasterUnknown = "MasterUnknown"
 
 	// ReasonGuardApplied (ReplicationGuarded True): the requested replica
-	// guard is in force on every master.
+	// guard is in force on every master. Also a Normal Event each time the
+	// controller changes a master's settings (first apply, drift repaired).
 	ReasonGuardApplied = "GuardApplied"
 
 	// ReasonNotRequested: the resource does not ask for what this condition
@@ -109,9 +113,11 @@ const (
 	// be read or applied.
 	ReasonConfigUnavailable = "ConfigUnavailable"
 
-	// ReasonSettingsConflict: two or more DistributedLocks ask one master
-	// for different replica settings; the stricter values apply and every
-	// lock involved reports this reason.
+	// ReasonSettingsConflict (ReplicationGuarded True, and a Warning Event):
+	// two or more DistributedLocks ask one master for different replica
+	// settings; the stricter values apply (the larger min-replicas-to-write,
+	// the smaller min-replicas-max-lag), so every lock's guard is in force,
+	// and every lock involved reports this reason.
 	ReasonSettingsConflict = "SettingsConflict"
 
 	// ReasonQuorumReached (QuorumAvailable True): a majority of independent
@@ -136,12 +142,31 @@ const (
 	// memory pressure.
 	ReasonEvictionPolicyUnsafe = "EvictionPolicyUnsafe"
 
-	// ReasonPersistenceDisabled (Preflight False): neither RDB nor AOF is on,
-	// so after a restart fencing tokens rely on the server clock floor alone.
+	// ReasonPersistenceDisabled (Preflight True, a warning in its message):
+	// neither RDB nor AOF is on, so a restart forgets the locks and fencing
+	// tokens then rely on the server clock floor alone. Preflight stays True
+	// because fencing is designed for this; an unsafe eviction policy takes
+	// precedence (Preflight False, EvictionPolicyUnsafe).
 	ReasonPersistenceDisabled = "PersistenceDisabled"
 
-	// ReasonFenceFloorRaised (Event): the fence counter in Redis was below
+	// ReasonFenceFloorRaised (Event, and the Ready message of the reconcile
+	// that did it): the fence counter in Redis was below
 	// status.fenceHighWater (a clock went back or a failover lost
-	// increments) and the controller raised it above.
+	// increments) and the controller raised it to fenceHighWater, so the
+	// next acquisition gets a fence above every fence seen.
 	ReasonFenceFloorRaised = "FenceFloorRaised"
+
+	// ReasonMasterChanged (Event): status.master moved to another server
+	// (a failover, or a promotion).
+	ReasonMasterChanged = "MasterChanged"
+
+	// ReasonDeleted (Event): the DistributedLock was deleted. Redis is left
+	// alone: live leases run to their TTL, the fence counter stays (a
+	// re-created lock keeps increasing fences), replica settings stay.
+	ReasonDeleted = "Deleted"
+
+	// ReasonInvalidSpec (Ready False): the API server accepted the resource
+	// but the controller cannot use it (e.g. a key the lock library
+	// refuses); only a spec change helps.
+	ReasonInvalidSpec = "InvalidSpec"
 )

@@ -436,7 +436,9 @@ type DistributedLockStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 
-	// master is the host:port of the current master (Replicated, Sentinel).
+	// master is the host:port of the server that takes this lock's writes:
+	// the server (Standalone), the current master (Replicated, Sentinel), or
+	// the master serving the key's hash slot (Cluster). Empty for Redlock.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Master string `json:"master,omitempty"`

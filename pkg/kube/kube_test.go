@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -23,7 +24,21 @@ import (
 	"github.com/redlease/redlease/pkg/lock"
 )
 
-func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+// TestMain shares one API server and, after every test, fails the run if a
+// goroutine outlived its Locker (the API server's own client connections
+// aside).
+func TestMain(m *testing.M) {
+	code := kubetest.Main(m)
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1")); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines leaked:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // podConfig returns a rest.Config that acts as a pod's ServiceAccount holding
 // only the Role the README documents: get/list/watch on distributedlocks and

@@ -1,0 +1,176 @@
+/*
+Copyright 2026 The redlease Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command manager runs the redlease operator: the DistributedLock
+// controller, with leader election on a standard Lease. It only wires flags
+// to packages; the logic lives in controllers and internal/redisprobe.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/controllers"
+	"github.com/redlease/redlease/internal/redisprobe"
+)
+
+// Leader election needs a Lease in the manager's namespace
+// (config/rbac/leader_election_role.yaml grants it there only).
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		os.Exit(1)
+	}
+}
+
+type flags struct {
+	metricsAddr, probeAddr   string
+	metricsSecure            bool
+	leaderElect              bool
+	leaderElectionID         string
+	leaderElectionNamespace  string
+	leaseDuration            time.Duration
+	renewDeadline            time.Duration
+	retryPeriod              time.Duration
+	probeInterval            time.Duration
+	probeTimeout             time.Duration
+	redisTimeout             time.Duration
+	redisPoolSize            int
+	watchNamespaces          string
+	maxConcurrentReconciles  int
+	gracefulShutdownDuration time.Duration
+}
+
+func run() error {
+	var f flags
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint, e.g. :8443 (HTTPS with --metrics-secure) or :8080; 0 disables it.")
+	flag.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized through the API server (TokenReview, SubjectAccessReview).")
+	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
+	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader on a coordination.k8s.io Lease, so that only one replica reconciles.")
+	flag.StringVar(&f.leaderElectionID, "leader-election-id", "redlease-manager.redlease.io", "Name of the leader election Lease.")
+	flag.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; empty: the namespace the manager runs in.")
+	flag.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a non-leader waits before it may take over a Lease that was not renewed.")
+	flag.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
+	flag.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often leader election clients retry.")
+	flag.DurationVar(&f.probeInterval, "probe-interval", controllers.DefaultProbeInterval, "How often each DistributedLock's Redis is observed when healthy; unhealthy locks back off from 1s up to this.")
+	flag.DurationVar(&f.probeTimeout, "probe-timeout", controllers.DefaultProbeTimeout, "Bound on one reconcile's Redis work.")
+	flag.DurationVar(&f.redisTimeout, "redis-timeout", 2*time.Second, "Dial, read and write timeout of each Redis command.")
+	flag.IntVar(&f.redisPoolSize, "redis-pool-size", 4, "Most connections per Redis server (per distinct credentials), shared by every DistributedLock using it.")
+	flag.StringVar(&f.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch; empty: all namespaces.")
+	flag.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "DistributedLocks reconciled in parallel.")
+	flag.DurationVar(&f.gracefulShutdownDuration, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for running reconciles on shutdown.")
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+	redisprobe.SetLogger(ctrl.Log.WithName("go-redis").V(1))
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	metricsOpts := metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.metricsSecure}
+	if f.metricsSecure {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	cacheOpts := cache.Options{}
+	if ns := splitNamespaces(f.watchNamespaces); len(ns) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, n := range ns {
+			cacheOpts.DefaultNamespaces[n] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         cacheOpts,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        f.probeAddr,
+		LeaderElection:                f.leaderElect,
+		LeaderElectionID:              f.leaderElectionID,
+		LeaderElectionNamespace:       f.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &f.leaseDuration,
+		RenewDeadline:                 &f.renewDeadline,
+		RetryPeriod:                   &f.retryPeriod,
+		GracefulShutdownTimeout:       &f.gracefulShutdownDuration,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+
+	pool := redisprobe.NewPool(redisprobe.PoolOptions{
+		PoolSize:    f.redisPoolSize,
+		DialTimeout: f.redisTimeout,
+		Timeout:     f.redisTimeout,
+	})
+	defer func() {
+		if err := pool.Close(); err != nil {
+			log.Error(err, "closing Redis clients")
+		}
+	}()
+	r := controllers.NewDistributedLockReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("redlease-controller"), controllers.Options{
+		ProbeInterval: f.probeInterval,
+		ProbeTimeout:  f.probeTimeout,
+		Pool:          pool,
+	})
+	ctx := ctrl.SetupSignalHandler()
+	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: f.maxConcurrentReconciles, RecoverPanic: ptr.To(true)}); err != nil {
+		return fmt.Errorf("setting up the DistributedLock controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	log.Info("starting the manager", "probeInterval", f.probeInterval, "watchNamespaces", f.watchNamespaces, "leaderElection", f.leaderElect)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+func splitNamespaces(s string) []string {
+	var out []string
+	for n := range strings.SplitSeq(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}

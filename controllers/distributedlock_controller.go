@@ -1,0 +1,316 @@
+/*
+Copyright 2026 The redlease Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/redisprobe"
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// RBAC of the manager, generated into config/rbac/role.yaml. Least
+// privilege: the controller reads DistributedLocks and writes only their
+// status (no finalizers, no spec writes); it reads the Services,
+// EndpointSlices and Secrets locks reference; it records Events.
+//
+// +kubebuilder:rbac:groups=redlease.io,resources=distributedlocks,verbs=get;list;watch
+// +kubebuilder:rbac:groups=redlease.io,resources=distributedlocks/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Defaults of Options.
+const (
+	DefaultProbeInterval = 10 * time.Second
+	DefaultProbeTimeout  = 10 * time.Second
+)
+
+// Options configure a DistributedLockReconciler. Zero values take defaults.
+type Options struct {
+	// ProbeInterval is how often a lock whose servers are healthy is
+	// observed again. Unhealthy locks are retried sooner, backing off from
+	// one second up to ProbeInterval. Default 10s.
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds one reconcile's Redis work. Default 10s.
+	ProbeTimeout time.Duration
+	// Clock stamps holder.since and condition times. Default: the real clock.
+	Clock clock.PassiveClock
+	// Pool holds the Redis clients; the caller closes it. Default: a pool
+	// with redisprobe's defaults (closed by nobody: pass one in production).
+	Pool *redisprobe.Pool
+}
+
+// DistributedLockReconciler observes the Redis behind each DistributedLock
+// and reports it in status. Create it with NewDistributedLockReconciler.
+type DistributedLockReconciler struct {
+	kube      client.Client
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	opts      Options
+
+	guards  *guardRegistry
+	secrets *secretCache
+	state   *stateStore
+}
+
+// NewDistributedLockReconciler returns a reconciler that reads through c
+// (the manager's cached client), reads Secret data through apiReader (an
+// uncached reader: only Secret metadata is cached) and records Events with
+// recorder.
+func NewDistributedLockReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts Options) *DistributedLockReconciler {
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = DefaultProbeInterval
+	}
+	if opts.ProbeTimeout <= 0 {
+		opts.ProbeTimeout = DefaultProbeTimeout
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Pool == nil {
+		opts.Pool = redisprobe.NewPool(redisprobe.PoolOptions{})
+	}
+	return &DistributedLockReconciler{
+		kube:      c,
+		apiReader: apiReader,
+		recorder:  recorder,
+		opts:      opts,
+		guards:    newGuardRegistry(),
+		secrets:   newSecretCache(),
+		state:     newStateStore(),
+	}
+}
+
+// Reconcile observes one DistributedLock's Redis and patches its status
+// when the observation changed it. Redis problems are conditions, Events
+// and a requeue with backoff, never errors; errors are for the API server.
+func (r *DistributedLockReconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
+	log := logf.FromContext(ctx)
+	var dl v1alpha1.DistributedLock
+	if err := r.kube.Get(ctx, req.NamespacedName, &dl); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(ctx, req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("reading DistributedLock %s: %w", req.NamespacedName, err)
+	}
+	st := r.state.get(req.NamespacedName, dl.UID)
+	orig := dl.DeepCopy()
+
+	key := dl.Spec.Key
+	if key == "" {
+		key = lock.DefaultKey(dl.Namespace, dl.Name)
+	}
+	st.setKey(key)
+
+	rd := &round{
+		r:       r,
+		dl:      &dl,
+		key:     key,
+		session: r.opts.Pool.Session(string(dl.UID)),
+		now:     r.now().Truncate(time.Second),
+	}
+	defer rd.session.End()
+
+	// The status is written once, here, after every phase, and only when
+	// it changed; Events follow a successful write.
+	defer func() {
+		r.setStatus(rd)
+		changed := !equality.Semantic.DeepEqual(orig.Status, dl.Status)
+		if changed {
+			if perr := r.kube.Status().Patch(ctx, &dl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
+				if apierrors.IsConflict(perr) || apierrors.IsNotFound(perr) {
+					// A newer version is on its way through the watch.
+					log.V(1).Info("status patch raced a newer version; retrying", "error", perr.Error())
+					res, err = reconcile.Result{RequeueAfter: time.Second}, nil
+					return
+				}
+				res, err = reconcile.Result{}, errors.Join(err, fmt.Errorf("patching the status of %s: %w", req.NamespacedName, perr))
+				return
+			}
+			log.V(1).Info("status updated", "ready", readyStatus(&dl.Status))
+		}
+		r.emitTransitions(&dl, &orig.Status)
+		ready := readyStatus(&dl.Status) == "True"
+		r.state.setReady(req.NamespacedName, ready)
+		r.updateGauges()
+		if err == nil {
+			res = reconcile.Result{RequeueAfter: r.requeueAfter(st, ready)}
+		}
+	}()
+
+	if verr := lock.ValidateKey(key); verr != nil {
+		rd.fail(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("spec.key cannot be used: %v", verr))
+		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("DistributedLock %s: %w", req.NamespacedName, verr))
+	}
+
+	pctx, cancel := context.WithTimeout(ctx, r.opts.ProbeTimeout)
+	defer cancel()
+	r.guards.markSeen(req.NamespacedName)
+	r.observe(pctx, rd)
+	return reconcile.Result{}, nil
+}
+
+// observe runs the phases of one reconcile; each phase records what it
+// found in rd, and a phase that cannot go on stops the rest.
+func (r *DistributedLockReconciler) observe(ctx context.Context, rd *round) {
+	log := logf.FromContext(ctx)
+	if !r.loadCredentials(ctx, rd) {
+		return
+	}
+	if !r.resolve(ctx, rd) {
+		return
+	}
+	r.probeEndpoints(ctx, rd)
+	r.pickMaster(ctx, rd)
+	switch rd.dl.Spec.Redis.Mode {
+	case v1alpha1.RedisModeRedlock:
+		r.checkRedlock(rd)
+	case v1alpha1.RedisModeReplicated, v1alpha1.RedisModeSentinel, v1alpha1.RedisModeCluster:
+		r.guardReplicas(ctx, rd)
+	}
+	r.preflight(ctx, rd)
+	r.observeHolder(ctx, rd)
+	log.V(1).Info("observed", "endpoints", len(rd.endpoints), "master", rd.master, "resolveReason", rd.failReason)
+}
+
+// forget is a deleted lock: drop its pool references, guard wishes and
+// memory, and say in an Event that Redis was left alone.
+func (r *DistributedLockReconciler) forget(ctx context.Context, nn types.NamespacedName) {
+	st, ok := r.state.remove(nn)
+	r.guards.forget(nn)
+	r.updateGauges()
+	if !ok {
+		return
+	}
+	r.opts.Pool.Release(string(st.uid))
+	logf.FromContext(ctx).Info("DistributedLock deleted; Redis left alone: live leases run to their TTL, the fence counter and replica settings stay", "key", st.getKey())
+	r.emitDeleted(nn, st)
+}
+
+func (r *DistributedLockReconciler) now() time.Time { return r.opts.Clock.Now() }
+
+// requeueAfter is the probe interval (with up to 10% jitter so that many
+// locks do not probe in step) for a Ready lock, and a backoff from one
+// second up to the probe interval for a lock that is not.
+func (r *DistributedLockReconciler) requeueAfter(st *lockState, ready bool) time.Duration {
+	interval := r.opts.ProbeInterval
+	if ready {
+		st.failures = 0
+		return interval + time.Duration(rand.Int64N(int64(interval)/10+1))
+	}
+	st.failures++
+	d := time.Second << min(st.failures-1, 16)
+	return min(d, interval)
+}
+
+// stateStore is what the reconciler remembers about each lock between
+// reconciles: nothing that status does not already say, except the backoff
+// and what a deletion Event needs.
+type stateStore struct {
+	mu    sync.Mutex
+	locks map[types.NamespacedName]*lockState
+}
+
+type lockState struct {
+	uid      types.UID
+	failures int
+
+	mu    sync.Mutex
+	key   string
+	ready bool
+}
+
+func newStateStore() *stateStore {
+	return &stateStore{locks: map[types.NamespacedName]*lockState{}}
+}
+
+// get returns the state of nn, starting afresh when the UID changed (the
+// lock was deleted and re-created under the same name).
+func (s *stateStore) get(nn types.NamespacedName, uid types.UID) *lockState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.locks[nn]
+	if st == nil || st.uid != uid {
+		st = &lockState{uid: uid}
+		s.locks[nn] = st
+	}
+	return st
+}
+
+func (s *stateStore) remove(nn types.NamespacedName) (*lockState, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.locks[nn]
+	delete(s.locks, nn)
+	return st, ok
+}
+
+func (s *stateStore) setReady(nn types.NamespacedName, ready bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.locks[nn]; st != nil {
+		st.mu.Lock()
+		st.ready = ready
+		st.mu.Unlock()
+	}
+}
+
+// counts returns how many locks are Ready and not.
+func (s *stateStore) counts() (ready, notReady int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.locks {
+		st.mu.Lock()
+		if st.ready {
+			ready++
+		} else {
+			notReady++
+		}
+		st.mu.Unlock()
+	}
+	return ready, notReady
+}
+
+func (st *lockState) setKey(k string) {
+	st.mu.Lock()
+	st.key = k
+	st.mu.Unlock()
+}
+
+func (st *lockState) getKey() string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.key
+}

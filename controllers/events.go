@@ -1,0 +1,57 @@
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+)
+
+// emitTransitions records Events for what changed between old and the new
+// status of dl: Ready becoming True or False (or changing its reason while
+// False), Preflight becoming False, a SettingsConflict appearing, the
+// master moving. Idle reconciles emit nothing. Notes are condition
+// messages, which never contain a lock value.
+func (r *DistributedLockReconciler) emitTransitions(dl *v1alpha1.DistributedLock, old *v1alpha1.DistributedLockStatus) {
+	st := &dl.Status
+	if c, changed := transition(old, st, v1alpha1.ConditionReady); changed {
+		if c.Status == metav1.ConditionTrue {
+			r.recorder.Eventf(dl, nil, corev1.EventTypeNormal, v1alpha1.ReasonAvailable, "Probe", "Ready: %s", c.Message)
+		} else {
+			r.recorder.Eventf(dl, nil, corev1.EventTypeWarning, c.Reason, "Probe", "Not ready: %s", c.Message)
+		}
+	}
+	if c, changed := transition(old, st, v1alpha1.ConditionPreflight); changed && c.Status == metav1.ConditionFalse {
+		r.recorder.Eventf(dl, nil, corev1.EventTypeWarning, c.Reason, "Preflight", "%s", c.Message)
+	}
+	if c, changed := transition(old, st, v1alpha1.ConditionReplicationGuarded); changed && c.Reason == v1alpha1.ReasonSettingsConflict {
+		r.recorder.Eventf(dl, nil, corev1.EventTypeWarning, v1alpha1.ReasonSettingsConflict, "ApplyReplicaSettings", "%s", c.Message)
+	}
+	if old.Master != "" && st.Master != "" && old.Master != st.Master {
+		r.recorder.Eventf(dl, nil, corev1.EventTypeNormal, v1alpha1.ReasonMasterChanged, "Probe", "master moved from %s to %s", old.Master, st.Master)
+	}
+}
+
+// transition returns condition typ of st and whether its status or reason
+// differs from old's.
+func transition(old, st *v1alpha1.DistributedLockStatus, typ string) (*metav1.Condition, bool) {
+	c := meta.FindStatusCondition(st.Conditions, typ)
+	if c == nil {
+		return nil, false
+	}
+	o := meta.FindStatusCondition(old.Conditions, typ)
+	return c, o == nil || o.Status != c.Status || o.Reason != c.Reason
+}
+
+// emitDeleted says, on the deleted object's name, that Redis was left
+// alone. The Event outlives the object (kubectl get events shows it).
+func (r *DistributedLockReconciler) emitDeleted(nn types.NamespacedName, st *lockState) {
+	gone := &v1alpha1.DistributedLock{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "DistributedLock"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name, UID: st.uid},
+	}
+	r.recorder.Eventf(gone, nil, corev1.EventTypeNormal, v1alpha1.ReasonDeleted, "Delete",
+		"DistributedLock deleted; Redis left alone: live leases on key %q run to their TTL, its fence counter stays (a re-created lock keeps increasing fences), replica settings stay", st.getKey())
+}

@@ -1,0 +1,72 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+)
+
+// preflight checks the server settings that endanger locks on every
+// reachable data server (a replica can become the master): an eviction
+// policy other than noeviction (Preflight False, EvictionPolicyUnsafe), and
+// no persistence (said in the message, reason PersistenceDisabled: fences
+// then rely on the clock floor).
+func (r *DistributedLockReconciler) preflight(ctx context.Context, rd *round) {
+	var unsafe, noPersistence, unknown []string
+	reachable := 0
+	for _, e := range rd.endpoints {
+		if !e.reachable() {
+			continue
+		}
+		reachable++
+		if p := e.info.MaxMemoryPolicy; p != "" && p != "noeviction" {
+			unsafe = append(unsafe, fmt.Sprintf("%s (%s)", e.addr, p))
+		}
+		if e.info.AOFEnabled {
+			continue
+		}
+		cfg, err := readConfig(ctx, e)
+		switch {
+		case err != nil:
+			unknown = append(unknown, e.addr)
+		case cfg.Save == "":
+			noPersistence = append(noPersistence, e.addr)
+		}
+	}
+	if reachable == 0 {
+		reason, msg := firstNonEmpty(rd.masterReason, v1alpha1.ReasonEndpointUnreachable), "no server answered, nothing to check"
+		rd.preflight = result(metav1.ConditionUnknown, reason, msg)
+		return
+	}
+	var notes []string
+	if len(noPersistence) > 0 {
+		notes = append(notes, fmt.Sprintf("persistence is off (no RDB save, no AOF) on %s: a restart forgets the locks, and fences then rely on the counter restarting from the server clock", listAddrs(noPersistence)))
+	}
+	if len(unknown) > 0 {
+		notes = append(notes, fmt.Sprintf("persistence unknown on %s (CONFIG unavailable)", listAddrs(unknown)))
+	}
+	switch {
+	case len(unsafe) > 0:
+		msg := fmt.Sprintf("maxmemory-policy is not noeviction on %s: Redis can evict lock keys and fence counters under memory pressure; set maxmemory-policy noeviction", strings.Join(unsafe, ", "))
+		rd.preflight = result(metav1.ConditionFalse, v1alpha1.ReasonEvictionPolicyUnsafe, joinNotes(msg, notes))
+	case len(noPersistence) > 0:
+		rd.preflight = result(metav1.ConditionTrue, v1alpha1.ReasonPersistenceDisabled, joinNotes("eviction policy is noeviction", notes))
+	default:
+		msg := "eviction policy is noeviction and persistence is on"
+		if len(unknown) > 0 {
+			msg = "eviction policy is noeviction"
+		}
+		rd.preflight = result(metav1.ConditionTrue, v1alpha1.ReasonPreflightPassed, joinNotes(msg, notes))
+	}
+}
+
+func joinNotes(msg string, notes []string) string {
+	if len(notes) == 0 {
+		return msg
+	}
+	return msg + "; " + strings.Join(notes, "; ")
+}

@@ -1,0 +1,90 @@
+package controllers
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/redistest"
+)
+
+// TestStandalone: a reachable server makes the lock Ready with its endpoint
+// in status; killing it makes Ready False (EndpointUnreachable) with a
+// Warning Event; starting it again makes the lock Ready again with a
+// Normal Event.
+func TestStandalone(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{})
+	srv := redistest.StartStandalone(t)
+	h.create("solo", standaloneSpec(srv.Addr()))
+
+	dl := h.waitFor("solo", "Ready", func(dl *v1alpha1.DistributedLock) error {
+		if err := isReady(dl); err != nil {
+			return err
+		}
+		return hasCondition(dl, v1alpha1.ConditionEndpointsResolved, metav1.ConditionTrue, v1alpha1.ReasonEndpointsResolved)
+	})
+	if dl.Status.Master != srv.Addr() {
+		t.Errorf("status.master = %q, want %q", dl.Status.Master, srv.Addr())
+	}
+	if len(dl.Status.Endpoints) != 1 {
+		t.Fatalf("status.endpoints = %+v, want one", dl.Status.Endpoints)
+	}
+	ep := dl.Status.Endpoints[0]
+	if ep.Address != srv.Addr() || ep.Role != v1alpha1.EndpointRoleMaster || !ep.Reachable || ep.RunID == "" || !strings.HasPrefix(ep.Version, "7.") && !strings.HasPrefix(ep.Version, "8.") {
+		t.Errorf("endpoint = %+v, want the master, reachable, with run_id and version", ep)
+	}
+	if dl.Status.ObservedGeneration != dl.Generation {
+		t.Errorf("observedGeneration %d, generation %d", dl.Status.ObservedGeneration, dl.Generation)
+	}
+	// No replica guard or quorum in Standalone mode.
+	for _, typ := range []string{v1alpha1.ConditionReplicationGuarded, v1alpha1.ConditionQuorumAvailable} {
+		if c := condition(dl, typ); c.Type != "" {
+			t.Errorf("unexpected condition %s in Standalone mode", typ)
+		}
+	}
+	h.waitEvent("solo", corev1.EventTypeNormal, v1alpha1.ReasonAvailable)
+
+	srv.Kill()
+	dl = h.waitFor("solo", "Ready=False after the server was killed", func(dl *v1alpha1.DistributedLock) error {
+		return hasCondition(dl, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonEndpointUnreachable)
+	})
+	if ep := dl.Status.Endpoints[0]; ep.Reachable || ep.LastError == "" {
+		t.Errorf("endpoint after kill = %+v, want unreachable with lastError", ep)
+	}
+	ev := h.waitEvent("solo", corev1.EventTypeWarning, v1alpha1.ReasonEndpointUnreachable)
+	if !strings.Contains(ev.Note, srv.Addr()) {
+		t.Errorf("Event note %q does not name the server", ev.Note)
+	}
+
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("solo", "Ready again after the server came back", isReady)
+	h.eventually("a second Available Event", func() error {
+		n := 0
+		for _, e := range h.events("solo") {
+			if e.Reason == v1alpha1.ReasonAvailable {
+				n += occurrences(e)
+			}
+		}
+		if n < 2 {
+			return fmt.Errorf("%d Available Events", n)
+		}
+		return nil
+	})
+}
+
+// occurrences is how many times an Event was recorded: Events that repeat
+// (same object, reason and note) become a series.
+func occurrences(e eventsv1.Event) int {
+	if e.Series != nil {
+		return int(e.Series.Count)
+	}
+	return 1
+}

@@ -1,0 +1,184 @@
+package controllers
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/redisprobe"
+)
+
+// setStatus writes what the round observed into the resource's status. It
+// only sets fields; the caller compares and patches.
+func (r *DistributedLockReconciler) setStatus(rd *round) {
+	dl := rd.dl
+	st := &dl.Status
+	mode := dl.Spec.Redis.Mode
+	st.ObservedGeneration = dl.Generation
+	st.Endpoints = endpointStatuses(rd)
+	st.Master = rd.masterAddr
+	st.Quorum = 0
+	if mode == v1alpha1.RedisModeRedlock {
+		st.Quorum = redlockQuorum(dl)
+	}
+	if rd.holderRead {
+		st.Holder = rd.holder
+		st.FenceHighWater = rd.highWater
+	}
+
+	now := metav1.NewTime(rd.now.Truncate(time.Second))
+	set := func(typ string, c conditionResult) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: typ, Status: c.status, Reason: c.reason, Message: c.message,
+			ObservedGeneration: dl.Generation, LastTransitionTime: now,
+		})
+	}
+	// notChecked stands in for a condition a failed round did not reach.
+	notChecked := func(c conditionResult) conditionResult {
+		if c.set {
+			return c
+		}
+		reason := firstNonEmpty(rd.failReason, firstNonEmpty(rd.masterReason, v1alpha1.ReasonReconciling))
+		return result(metav1.ConditionUnknown, reason, "not checked: "+firstNonEmpty(rd.failMessage, firstNonEmpty(rd.masterMessage, "the servers were not reached")))
+	}
+
+	set(v1alpha1.ConditionEndpointsResolved, endpointsResolved(rd))
+	switch mode {
+	case v1alpha1.RedisModeRedlock:
+		set(v1alpha1.ConditionQuorumAvailable, notChecked(rd.quorum))
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionReplicationGuarded)
+	case v1alpha1.RedisModeStandalone:
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionQuorumAvailable)
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionReplicationGuarded)
+	default:
+		set(v1alpha1.ConditionReplicationGuarded, notChecked(rd.guard))
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionQuorumAvailable)
+	}
+	set(v1alpha1.ConditionPreflight, notChecked(rd.preflight))
+	set(v1alpha1.ConditionReady, ready(rd))
+}
+
+// ready is True when everything the lock needs is in force; else the
+// reason of the first thing that is not.
+func ready(rd *round) conditionResult {
+	mode := rd.dl.Spec.Redis.Mode
+	var c conditionResult
+	switch {
+	case rd.failReason != "":
+		c = result(metav1.ConditionFalse, rd.failReason, rd.failMessage)
+	case mode == v1alpha1.RedisModeRedlock:
+		if rd.quorum.status == metav1.ConditionTrue {
+			c = result(metav1.ConditionTrue, v1alpha1.ReasonAvailable, "Redlock: "+rd.quorum.message)
+		} else {
+			c = result(metav1.ConditionFalse, rd.quorum.reason, rd.quorum.message)
+		}
+	case rd.masterReason != "":
+		c = result(metav1.ConditionFalse, rd.masterReason, rd.masterMessage)
+	case mode != v1alpha1.RedisModeStandalone && rd.guard.set && rd.guard.status != metav1.ConditionTrue:
+		c = result(metav1.ConditionFalse, rd.guard.reason, rd.guard.message)
+	default:
+		var msg string
+		switch mode {
+		case v1alpha1.RedisModeCluster:
+			msg = fmt.Sprintf("Cluster: %d master(s) answer; the key's slot %d is served by %s", len(rd.masters), rd.slot, rd.masterAddr)
+		default:
+			msg = fmt.Sprintf("%s: master %s answers", mode, rd.masterAddr)
+		}
+		if rd.guard.set && rd.guard.reason != v1alpha1.ReasonNotRequested {
+			msg += "; replica guard in force"
+		}
+		c = result(metav1.ConditionTrue, v1alpha1.ReasonAvailable, msg)
+	}
+	// A fence floor raised in this round is reported once, here and in an
+	// Event; the next round's message drops it.
+	for _, note := range rd.raised {
+		c.message += "; " + v1alpha1.ReasonFenceFloorRaised + ": " + note
+	}
+	return c
+}
+
+// endpointsResolved: True when endpoints were found and all answered.
+func endpointsResolved(rd *round) conditionResult {
+	if rd.failReason != "" {
+		return result(metav1.ConditionFalse, rd.failReason, rd.failMessage)
+	}
+	all := append(append([]*endpoint(nil), rd.endpoints...), rd.sentinels...)
+	var down []string
+	auth := false
+	roles := map[string]int{}
+	for _, e := range all {
+		if !e.reachable() {
+			reason, msg := unreachableReason(e)
+			auth = auth || reason == v1alpha1.ReasonAuthFailed
+			down = append(down, msg)
+			continue
+		}
+		roles[roleWord(e)]++
+	}
+	if len(down) > 0 {
+		reason := v1alpha1.ReasonEndpointUnreachable
+		if auth {
+			reason = v1alpha1.ReasonAuthFailed
+		}
+		return result(metav1.ConditionFalse, reason, fmt.Sprintf("%d of %d endpoint(s) do not answer: %s", len(down), len(all), strings.Join(down, "; ")))
+	}
+	var parts []string
+	for _, role := range []string{string(redisprobe.RoleMaster), string(redisprobe.RoleReplica), string(redisprobe.RoleSentinel), "unknown"} {
+		if n := roles[role]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, role))
+		}
+	}
+	return result(metav1.ConditionTrue, v1alpha1.ReasonEndpointsResolved, fmt.Sprintf("%d endpoint(s) answer (%s)", len(all), strings.Join(parts, ", ")))
+}
+
+// endpointStatuses is status.endpoints: data servers, then Sentinels.
+func endpointStatuses(rd *round) []v1alpha1.EndpointStatus {
+	var out []v1alpha1.EndpointStatus
+	seen := map[string]bool{}
+	for _, e := range append(append([]*endpoint(nil), rd.endpoints...), rd.sentinels...) {
+		if seen[e.addr] || !e.probed {
+			continue
+		}
+		seen[e.addr] = true
+		es := v1alpha1.EndpointStatus{Address: e.addr, Role: v1alpha1.EndpointRoleUnknown, Reachable: e.reachable()}
+		if e.sentinel {
+			es.Role = v1alpha1.EndpointRoleSentinel
+		}
+		if e.reachable() {
+			es.Version = e.info.Version
+			es.RunID = e.info.RunID
+			switch e.info.Role {
+			case redisprobe.RoleMaster:
+				es.Role = v1alpha1.EndpointRoleMaster
+				es.ConnectedReplicas = ptr.To(int32(e.info.ConnectedReplicas))
+			case redisprobe.RoleReplica:
+				es.Role = v1alpha1.EndpointRoleReplica
+			case redisprobe.RoleSentinel:
+				es.Role = v1alpha1.EndpointRoleSentinel
+			}
+		} else {
+			es.LastError = errorText(e.err)
+		}
+		out = append(out, es)
+		if len(out) == maxEndpoints {
+			break
+		}
+	}
+	return out
+}
+
+// maxEndpoints is status.endpoints' schema bound.
+const maxEndpoints = 128
+
+// readyStatus is the Ready condition's status, or "".
+func readyStatus(st *v1alpha1.DistributedLockStatus) string {
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil {
+		return string(c.Status)
+	}
+	return ""
+}

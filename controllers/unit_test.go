@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/redisprobe"
+)
+
+func TestErrorText(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"read tcp 127.0.0.1:51234->127.0.0.1:6379: i/o timeout", "read tcp 127.0.0.1:6379: i/o timeout"},
+		{"write tcp6 [::1]:4->[::1]:6379: broken pipe", "write tcp6 [::1]:6379: broken pipe"},
+		{"dial tcp 127.0.0.1:6379: connect: connection refused", "dial tcp 127.0.0.1:6379: connect: connection refused"},
+		{"WRONGPASS invalid\nusername-password pair", "WRONGPASS invalid username-password pair"},
+	}
+	for _, c := range cases {
+		if got := errorText(errors.New(c.in)); got != c.want {
+			t.Errorf("errorText(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := errorText(errors.New(string(make([]byte, 1000)))); len(got) > 310 {
+		t.Errorf("errorText is not bounded: %d bytes", len(got))
+	}
+}
+
+func TestRequeueBackoff(t *testing.T) {
+	r := NewDistributedLockReconciler(nil, nil, nil, Options{ProbeInterval: 10 * time.Second})
+	st := &lockState{}
+	var got []time.Duration
+	for range 6 {
+		got = append(got, r.requeueAfter(st, false))
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("backoff %v, want %v", got, want)
+		}
+	}
+	if d := r.requeueAfter(st, true); d < 10*time.Second || d > 11*time.Second || st.failures != 0 {
+		t.Errorf("Ready requeue %v (failures %d), want 10s plus up to 10%% jitter, failures reset", d, st.failures)
+	}
+}
+
+func TestGuardRegistry(t *testing.T) {
+	g := newGuardRegistry()
+	a, b, c := types.NamespacedName{Name: "a"}, types.NamespacedName{Name: "b"}, types.NamespacedName{Name: "c"}
+	s := func(w, l int) redisprobe.ReplicaSettings {
+		return redisprobe.ReplicaSettings{MinReplicasToWrite: w, MinReplicasMaxLag: l}
+	}
+	g.set(a, s(1, 10), []string{"run1"})
+	g.set(b, s(2, 20), []string{"run1", "run2"})
+	g.set(c, s(1, 10), []string{"run2"})
+	eff, others := g.effective("run1", a)
+	if eff != s(2, 10) || len(others) != 1 || others[0] != "/b" {
+		t.Errorf("effective(run1, a) = %v, %v", eff, others)
+	}
+	if eff, others := g.effective("run3", a); eff != s(1, 10) || len(others) != 0 {
+		t.Errorf("a server nobody else uses: %v, %v", eff, others)
+	}
+	g.forget(b)
+	if eff, others := g.effective("run1", a); eff != s(1, 10) || len(others) != 0 {
+		t.Errorf("after b was forgotten: %v, %v", eff, others)
+	}
+	g.markSeen(a)
+	if g.allSeen([]types.NamespacedName{a, c}) {
+		t.Errorf("c was never seen")
+	}
+}
+
+func TestRedlockQuorumOf(t *testing.T) {
+	for _, c := range []struct {
+		addrs []string
+		nodes int32
+		want  int32
+	}{
+		{addrs: []string{"a:1", "b:1", "c:1"}, want: 2},
+		{addrs: []string{"a:1", "b:1", "c:1", "d:1", "e:1"}, want: 3},
+		{nodes: 7, want: 4},
+	} {
+		dl := &v1alpha1.DistributedLock{Spec: v1alpha1.DistributedLockSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeRedlock, Addresses: c.addrs, Nodes: c.nodes}}}
+		if c.nodes > 0 {
+			dl.Spec.Redis.Service = &v1alpha1.ServiceReference{Name: "redlock", Port: 6379}
+		}
+		if got := redlockQuorum(dl); got != c.want {
+			t.Errorf("quorum of %v/%d = %d, want %d", c.addrs, c.nodes, got, c.want)
+		}
+	}
+}
