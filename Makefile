@@ -36,8 +36,9 @@ lint: vet ## gofmt check and go vet (fails on unformatted files).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 .PHONY: manifests
-manifests: tools-gen ## Generate the CRD, RBAC role from kubebuilder markers.
+manifests: tools-gen ## Generate the CRD, RBAC role from kubebuilder markers; refresh the Helm chart's copies of them.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="{./api/...,./controllers/...}" output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	@mkdir -p charts/redlease/files/crds && rm -f charts/redlease/files/crds/*.yaml && cp config/crd/bases/*.yaml charts/redlease/files/crds/ && cp config/rbac/role.yaml charts/redlease/files/role.yaml
 
 .PHONY: generate
 generate: tools-gen ## Generate deepcopy code from kubebuilder markers.
@@ -45,11 +46,11 @@ generate: tools-gen ## Generate deepcopy code from kubebuilder markers.
 
 .PHONY: verify
 verify: manifests generate lint ## Fail when generated files are stale or code is unformatted.
-	@git diff --exit-code --stat -- config api || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- config api); if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
+	@git diff --exit-code --stat -- config api charts/redlease/files || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- config api charts/redlease/files); if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
 
 .PHONY: test
-test: tools redis postgres verify ## Install what tests need, verify, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included).
+test: tools redis postgres verify helm-lint ## Install what tests need, verify, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included).
 	go test $(GO_TEST_FLAGS) ./...
 	cd hack/ocibuild && go test -count=1 ./...
 
@@ -107,8 +108,10 @@ undeploy: ## Remove what deploy created (CRDs included: their DistributedLocks g
 	$(KUBECTL) delete --ignore-not-found -k config/default
 
 .PHONY: helm-lint
-helm-lint: ## Lint the Helm chart (not built yet).
-	@echo "helm-lint: the chart is not built yet (issue: install and first run)"; exit 1
+helm-lint: ## helm lint --strict the chart with its default values and with each charts/redlease/ci/*-values.yaml.
+	@hack/install-tools.sh helm
+	$(HELM) lint --strict charts/redlease
+	@for f in charts/redlease/ci/*-values.yaml; do echo "$(HELM) lint --strict --quiet charts/redlease -f $$f"; $(HELM) lint --strict --quiet charts/redlease -f $$f; done
 
 ##@ Tools
 

@@ -1,0 +1,112 @@
+{{/*
+Chart name, truncated to a DNS label.
+*/}}
+{{- define "redlease.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name prefix of every resource: the release name, with the chart name
+appended unless the release name already contains it ("redlease" for
+`helm install redlease`, so names match `make deploy`'s).
+*/}}
+{{- define "redlease.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Name of the manager's Deployment (and default ServiceAccount name).
+*/}}
+{{- define "redlease.managerName" -}}
+{{- printf "%s-controller-manager" (include "redlease.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Name of a derived resource: "<fullname>-<suffix>", truncated to 63.
+*/}}
+{{- define "redlease.derivedName" -}}
+{{- printf "%s-%s" (include "redlease.fullname" .ctx) .suffix | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "redlease.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Labels on every resource.
+*/}}
+{{- define "redlease.labels" -}}
+helm.sh/chart: {{ include "redlease.chart" . }}
+app.kubernetes.io/name: {{ include "redlease.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: redlease
+{{- end }}
+
+{{/*
+Selector labels of the manager pods.
+*/}}
+{{- define "redlease.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "redlease.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: manager
+{{- end }}
+
+{{/*
+The manager's ServiceAccount name.
+*/}}
+{{- define "redlease.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "redlease.managerName" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+"true" when leader election is on: asked for, or needed by several replicas.
+*/}}
+{{- define "redlease.leaderElect" -}}
+{{- if or .Values.leaderElection.enabled (gt (int .Values.replicaCount) 1) }}true{{ end }}
+{{- end }}
+
+{{- define "redlease.leaderElectionID" -}}
+{{- default (printf "%s-manager.redlease.io" (include "redlease.fullname" .)) .Values.leaderElection.id }}
+{{- end }}
+
+{{/*
+An image reference: repository:tag[@digest], the tag defaulting to appVersion.
+*/}}
+{{- define "redlease.image" -}}
+{{- $ref := printf "%s:%s" .image.repository (default .ctx.Chart.AppVersion .image.tag) }}
+{{- if .image.digest }}
+{{- $ref = printf "%s@%s" $ref .image.digest }}
+{{- end }}
+{{- $ref }}
+{{- end }}
+
+{{/*
+The generated manager rules (files/role.yaml, a copy of config/rbac/role.yaml
+kept in sync by `make manifests`).
+*/}}
+{{- define "redlease.managerRules" -}}
+{{- $role := .Files.Get "files/role.yaml" | fromYaml }}
+{{- if or (hasKey $role "Error") (not $role.rules) }}
+{{- fail "files/role.yaml is missing or has no rules: run `make manifests`" }}
+{{- end }}
+{{- toYaml $role.rules }}
+{{- end }}
+
+{{- define "redlease.metricsServiceName" -}}
+{{- include "redlease.derivedName" (dict "ctx" . "suffix" "controller-manager-metrics") }}
+{{- end }}
