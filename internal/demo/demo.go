@@ -64,11 +64,12 @@ func Main(args []string) int {
 	keep := fs.Bool("keep", false, "leave everything running after the summary, until Ctrl-C")
 	duration := fs.Duration("duration", 25*time.Second, "how long the workers run")
 	workers := fs.Int("workers", 3, "library workers (plus one lockctl worker)")
+	binDir := fs.String("bin", "", "where manager and lockctl are (default: <repo>/bin, where make demo builds them)")
 	_ = fs.Parse(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	d := &demo{out: os.Stdout, stats: map[string]*workerStats{}}
-	if err := d.run(ctx, *duration, *workers, *keep); err != nil {
+	if err := d.run(ctx, *binDir, *duration, *workers, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		d.cleanup()
 		return 1
@@ -106,12 +107,14 @@ func (d *demo) cleanup() {
 	d.cleanups = nil
 }
 
-func (d *demo) run(ctx context.Context, duration time.Duration, workers int, keep bool) error {
-	root, err := kubetest.RepoRoot()
-	if err != nil {
-		return err
+func (d *demo) run(ctx context.Context, bin string, duration time.Duration, workers int, keep bool) error {
+	if bin == "" {
+		root, err := kubetest.RepoRoot()
+		if err != nil {
+			return err
+		}
+		bin = filepath.Join(root, "bin")
 	}
-	bin := filepath.Join(root, "bin")
 	dir, err := os.MkdirTemp("", "redlease-demo-")
 	if err != nil {
 		return err

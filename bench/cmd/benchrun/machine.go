@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/bench"
+)
+
+// machine describes where a run happened.
+type machine struct {
+	CPU        string
+	Cores      int
+	GOMAXPROCS int
+	Kernel     string
+	Go         string
+	Redis      string
+	LoadStart  string
+	Versions   map[string]string // module path → version of the peers and go-redis
+}
+
+func describeMachine() machine {
+	m := machine{
+		CPU:        cpuModel(),
+		Cores:      runtime.NumCPU(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		Kernel:     runtime.GOOS + "/" + runtime.GOARCH,
+		Go:         runtime.Version(),
+		LoadStart:  loadAverage(),
+		Versions:   map[string]string{},
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = "Linux " + strings.TrimSpace(string(b)) + " " + runtime.GOARCH
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			switch d.Path {
+			case "github.com/go-redsync/redsync/v4", "github.com/bsm/redislock", "github.com/redis/go-redis/v9":
+				m.Versions[d.Path] = d.Version
+			}
+		}
+	}
+	return m
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for line := range strings.Lines(string(b)) {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages, "" when unknown.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func redisVersion(ctx context.Context, srv *bench.Server, c *redis.Client) string {
+	info, err := srv.Info(ctx, c, "server")
+	if err != nil {
+		return "unknown"
+	}
+	return info["redis_version"]
+}

@@ -1,0 +1,440 @@
+// Command benchrun runs every benchmark scenario for redlease, redsync,
+// redislock and the raw round-trip floor in one run against the same
+// redis-server, computes latency percentiles from per-operation durations,
+// and prints a markdown report with ratios to the best peer and to the
+// floor. With -plots it also writes PNG plots.
+//
+//	cd bench && go run ./cmd/benchrun            # full run, a few minutes on 2 cores
+//	cd bench && go run ./cmd/benchrun -quick     # seconds
+//	cd bench && go run ./cmd/benchrun -plots ../docs -report /tmp/bench.md
+//
+// It starts its own redis-server processes on 127.0.0.1 (redis-server must
+// be on PATH) and kills them when it ends.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/bench"
+)
+
+// settings are the knobs of one run.
+type settings struct {
+	quick        bool
+	rounds       int           // interleaved rounds per scenario: noise lands on every library alike
+	uncontended  time.Duration // per library, concurrency and round
+	contended    time.Duration // per configuration, worker count and round
+	redlock      time.Duration // per library, concurrency and round
+	hold         time.Duration // contended: how long each holder keeps the key
+	ttl          time.Duration // lease length in the latency scenarios
+	leases       int           // held-leases scenario
+	heldTTL      time.Duration
+	heldRenew    time.Duration
+	window       time.Duration
+	concurrency  []int
+	workers      []int
+	redlockNodes int
+	scenarios    map[string]bool
+	poolSize     int
+}
+
+const (
+	scUncontended = "uncontended"
+	scHandoff     = "handoff"
+	scRedlock     = "redlock"
+	scHeld        = "held"
+)
+
+func main() {
+	var (
+		quick    = flag.Bool("quick", false, "short run (seconds): fewer rounds, shorter windows")
+		plots    = flag.String("plots", "", "directory to write PNG plots into (empty: no plots)")
+		report   = flag.String("report", "", "also write the markdown report to this file")
+		only     = flag.String("only", "", "comma-separated scenarios to run: uncontended,handoff,redlock,held (default: all)")
+		rounds   = flag.Int("rounds", 0, "interleaved rounds per scenario (default 3, quick 1)")
+		leases   = flag.Int("leases", 10000, "leases held at once in the held-leases scenario")
+		window   = flag.Duration("window", 0, "held-leases measuring window (default 10s, quick 3s)")
+		poolSize = flag.Int("pool", 64, "go-redis pool size, the same for every library")
+	)
+	flag.Parse()
+
+	s := settings{
+		quick: *quick, rounds: 3,
+		uncontended: time.Second, contended: time.Second, redlock: time.Second,
+		hold: time.Millisecond, ttl: 10 * time.Second,
+		leases: *leases, heldTTL: 3 * time.Second, heldRenew: time.Second, window: 10 * time.Second,
+		concurrency: []int{1, 16}, workers: []int{2, 8, 32}, redlockNodes: 5,
+		poolSize: *poolSize,
+	}
+	if s.quick {
+		s.rounds = 1
+		s.uncontended, s.contended, s.redlock = 300*time.Millisecond, 400*time.Millisecond, 300*time.Millisecond
+		s.window = 3 * time.Second
+	}
+	if *rounds > 0 {
+		s.rounds = *rounds
+	}
+	if *window > 0 {
+		s.window = *window
+	}
+	s.scenarios = map[string]bool{}
+	all := []string{scUncontended, scHandoff, scRedlock, scHeld}
+	if *only == "" {
+		for _, sc := range all {
+			s.scenarios[sc] = true
+		}
+	} else {
+		for sc := range strings.SplitSeq(*only, ",") {
+			sc = strings.TrimSpace(sc)
+			if !slices.Contains(all, sc) {
+				fmt.Fprintf(os.Stderr, "benchrun: unknown scenario %q (want %s)\n", sc, strings.Join(all, ","))
+				os.Exit(2)
+			}
+			s.scenarios[sc] = true
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, s, *plots, *report)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		os.Exit(1)
+	}
+}
+
+// results is everything one run measured.
+type results struct {
+	machine     machine
+	settings    settings
+	started     time.Time
+	elapsed     time.Duration
+	loadEnd     string
+	uncontended []row // Group = concurrency
+	handoff     []row // Group = workers
+	redlock     []row // Group = concurrency
+	held        []bench.HeldResult
+}
+
+// row is one library (configured one way) in one scenario at one level of
+// concurrency.
+type row struct {
+	Name, Family, Tuning string
+	Variant              string // contended: the tuning group a best variant is chosen from ("" = always shown)
+	Level                int    // goroutines or workers
+	Run                  bench.Run
+	Lat                  bench.Latency
+	Cross                bench.Latency // contended: hand-offs to another worker
+	Commands             int64         // Redis commands processed during the runs (commands run by scripts included)
+}
+
+// CommandsPerOp is Redis commands per acquire+release cycle.
+func (r row) CommandsPerOp() float64 {
+	if r.Run.Ops == 0 {
+		return 0
+	}
+	return float64(r.Commands) / float64(r.Run.Ops)
+}
+
+// counter reads the servers' total_commands_processed, so each run can be
+// charged the Redis commands it caused.
+type counter struct {
+	srvs   []*bench.Server
+	admins []*redis.Client
+}
+
+func newCounter(srvs ...*bench.Server) *counter {
+	c := &counter{srvs: srvs}
+	for _, s := range srvs {
+		c.admins = append(c.admins, s.Client(1))
+	}
+	return c
+}
+
+func (c *counter) close() {
+	for _, a := range c.admins {
+		a.Close()
+	}
+}
+
+// measure runs f and returns the commands the servers processed meanwhile,
+// less the INFO calls that counted them.
+func (c *counter) measure(ctx context.Context, f func() (bench.Run, error)) (bench.Run, int64, error) {
+	n0, err := bench.CommandsProcessed(ctx, c.srvs, c.admins)
+	if err != nil {
+		return bench.Run{}, 0, err
+	}
+	r, err := f()
+	if err != nil {
+		return r, 0, err
+	}
+	n1, err := bench.CommandsProcessed(ctx, c.srvs, c.admins)
+	if err != nil {
+		return r, 0, err
+	}
+	return r, n1 - n0 - int64(len(c.srvs)), nil
+}
+
+func run(ctx context.Context, s settings, plotDir, reportPath string) error {
+	res := &results{settings: s, started: time.Now(), machine: describeMachine()}
+	srv, err := bench.StartServer()
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	admin := srv.Client(2)
+	defer admin.Close()
+	res.machine.Redis = redisVersion(ctx, srv, admin)
+
+	var clients []*redis.Client
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	client := func() *redis.Client {
+		c := srv.Client(s.poolSize)
+		clients = append(clients, c)
+		return c
+	}
+
+	cnt := newCounter(srv)
+	defer cnt.close()
+	if s.scenarios[scUncontended] {
+		if res.uncontended, err = runUncontended(ctx, s, cnt, client); err != nil {
+			return err
+		}
+	}
+	if s.scenarios[scHandoff] {
+		if res.handoff, err = runHandoff(ctx, s, cnt, client); err != nil {
+			return err
+		}
+	}
+	if s.scenarios[scRedlock] {
+		if res.redlock, err = runRedlock(ctx, s); err != nil {
+			return err
+		}
+	}
+	if s.scenarios[scHeld] {
+		if res.held, err = runHeld(ctx, s, srv, admin, client); err != nil {
+			return err
+		}
+	}
+	res.elapsed = time.Since(res.started)
+	res.loadEnd = loadAverage()
+
+	md := renderReport(res)
+	fmt.Print(md)
+	if reportPath != "" {
+		if err := os.WriteFile(reportPath, []byte(md), 0o644); err != nil {
+			return err
+		}
+	}
+	if plotDir != "" {
+		files, err := writePlots(res, plotDir)
+		if err != nil {
+			return fmt.Errorf("plots: %w", err)
+		}
+		for _, f := range files {
+			fmt.Fprintln(os.Stderr, "wrote", filepath.Clean(f))
+		}
+	}
+	return nil
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// warm runs a few cycles per goroutine so scripts are loaded and
+// connections dialled before anything is measured.
+func warm(ctx context.Context, lib *bench.Lib, goroutines int, prefix string) error {
+	_, err := bench.Uncontended(ctx, lib, goroutines, 50*time.Millisecond, slug(prefix)+":warm")
+	return err
+}
+
+// slug makes a library name usable in a key (keys may not hold whitespace).
+func slug(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == ':' {
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+func runUncontended(ctx context.Context, s settings, cnt *counter, client func() *redis.Client) ([]row, error) {
+	libs, err := bench.UncontendedLibs(client, s.ttl)
+	if err != nil {
+		return nil, err
+	}
+	defer bench.CloseAll(libs)
+	return runLatency(ctx, s, cnt, "uncontended", libs, s.uncontended)
+}
+
+// runLatency measures acquire+release cycles for every library at every
+// concurrency, interleaving libraries within each round.
+func runLatency(ctx context.Context, s settings, cnt *counter, scenario string, libs []*bench.Lib, d time.Duration) ([]row, error) {
+	for _, lib := range libs {
+		if err := warm(ctx, lib, slices.Max(s.concurrency), scenario+":"+lib.Name); err != nil {
+			return nil, err
+		}
+	}
+	runs := map[[2]int]*bench.Run{}
+	cmds := map[[2]int]int64{}
+	for round := range s.rounds {
+		for _, g := range s.concurrency {
+			for i, lib := range libs {
+				progress("%s: %s, %d goroutine(s), round %d/%d", scenario, lib.Name, g, round+1, s.rounds)
+				r, n, err := cnt.measure(ctx, func() (bench.Run, error) {
+					return bench.Uncontended(ctx, lib, g, d, fmt.Sprintf("%s:%s:%d", scenario, slug(lib.Name), g))
+				})
+				if err != nil {
+					return nil, err
+				}
+				k := [2]int{g, i}
+				if runs[k] == nil {
+					runs[k] = &bench.Run{}
+				}
+				runs[k].Merge(r)
+				cmds[k] += n
+			}
+		}
+	}
+	var rows []row
+	for _, g := range s.concurrency {
+		for i, lib := range libs {
+			k := [2]int{g, i}
+			r := runs[k]
+			rows = append(rows, row{Name: lib.Name, Family: lib.Family, Tuning: lib.Tuning, Level: g, Run: *r, Lat: bench.Summarize(r.Durations), Commands: cmds[k]})
+		}
+	}
+	return rows, nil
+}
+
+func runHandoff(ctx context.Context, s settings, cnt *counter, client func() *redis.Client) ([]row, error) {
+	libs, err := bench.HandoffLibs(client, s.ttl)
+	if err != nil {
+		return nil, err
+	}
+	defer bench.CloseAll(libs)
+	for _, lib := range libs {
+		if err := warm(ctx, lib, 1, "handoff:"+lib.Name); err != nil {
+			return nil, err
+		}
+	}
+	runs := map[[2]int]*bench.Run{}
+	cmds := map[[2]int]int64{}
+	for round := range s.rounds {
+		for _, w := range s.workers {
+			for i, lib := range libs {
+				progress("handoff: %s, %d workers, round %d/%d", lib.Name, w, round+1, s.rounds)
+				r, n, err := cnt.measure(ctx, func() (bench.Run, error) {
+					return bench.Contended(ctx, lib, w, s.hold, s.contended, 0, fmt.Sprintf("handoff:%d:%d:%d", i, w, round))
+				})
+				if err != nil {
+					return nil, err
+				}
+				k := [2]int{w, i}
+				if runs[k] == nil {
+					runs[k] = &bench.Run{}
+				}
+				runs[k].Merge(r)
+				cmds[k] += n
+			}
+		}
+	}
+	var rows []row
+	for _, w := range s.workers {
+		for i, lib := range libs {
+			k := [2]int{w, i}
+			r := runs[k]
+			rows = append(rows, row{Name: lib.Name, Family: lib.Family, Tuning: lib.Tuning, Variant: lib.Variant, Level: w,
+				Run: *r, Lat: bench.Summarize(r.Durations), Cross: bench.Summarize(r.Cross), Commands: cmds[k]})
+		}
+	}
+	return rows, nil
+}
+
+func runRedlock(ctx context.Context, s settings) ([]row, error) {
+	progress("redlock: starting %d redis-server nodes", s.redlockNodes)
+	nodes, err := bench.StartServers(s.redlockNodes)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.Close()
+		}
+	}()
+	var clients []*redis.Client
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	newClients := func() []*redis.Client {
+		var cs []*redis.Client
+		for _, n := range nodes {
+			c := n.Client(s.poolSize)
+			clients = append(clients, c)
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	libs, err := bench.RedlockLibs(newClients, s.ttl)
+	if err != nil {
+		return nil, err
+	}
+	defer bench.CloseAll(libs)
+	cnt := newCounter(nodes...)
+	defer cnt.close()
+	return runLatency(ctx, s, cnt, "redlock", libs, s.redlock)
+}
+
+func runHeld(ctx context.Context, s settings, srv *bench.Server, admin *redis.Client, client func() *redis.Client) ([]bench.HeldResult, error) {
+	makers := []func() (*bench.Holder, error){
+		func() (*bench.Holder, error) { return bench.NewRedleaseHolder(client(), s.heldTTL, s.heldRenew) },
+		func() (*bench.Holder, error) { return bench.NewRedsyncHolder(client(), s.heldTTL, s.heldRenew), nil },
+		func() (*bench.Holder, error) { return bench.NewRedislockHolder(client(), s.heldTTL, s.heldRenew), nil },
+	}
+	var out []bench.HeldResult
+	for i, mk := range makers {
+		h, err := mk()
+		if err != nil {
+			return nil, err
+		}
+		progress("held: %s, %d leases, TTL %v, renew every %v, window %v", h.Name, s.leases, s.heldTTL, s.heldRenew, s.window)
+		r, err := bench.Held(ctx, srv, admin, h, s.leases, s.heldTTL, s.heldRenew, s.window, fmt.Sprintf("held:%d", i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+		// Let the previous library's goroutines and garbage go before the next window.
+		if err := flushIdle(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func flushIdle(ctx context.Context) error {
+	select {
+	case <-time.After(500 * time.Millisecond):
+		return nil
+	case <-ctx.Done():
+		return errors.New("interrupted")
+	}
+}

@@ -1,0 +1,17 @@
+// Package bench measures redlease's pkg/lock side by side with the Redis
+// lock libraries people use today — github.com/go-redsync/redsync/v4 and
+// github.com/bsm/redislock — and with a raw baseline of the minimal
+// commands (the round-trip floor), all against the same redis-server in the
+// same run.
+//
+// It is its own Go module so the peers never enter the main module's
+// go.mod. It cannot use the main module's internal/redistest, so Server
+// starts throwaway redis-server processes itself.
+//
+// Two entry points share the code here:
+//
+//   - go test -run '^$' -bench . (testing.B, one benchmark per scenario);
+//   - go run ./cmd/benchrun (every scenario for every library in one run,
+//     percentiles computed from per-operation durations, a markdown report
+//     and PNG plots).
+package bench

@@ -1,0 +1,315 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// Family names group rows: "best peer" is the best row whose family is a
+// peer library.
+const (
+	FamilyFloor     = "floor"
+	FamilyRedlease  = "redlease"
+	FamilyRedsync   = "redsync"
+	FamilyRedislock = "redislock"
+)
+
+// IsPeer reports whether a family is one of the peer libraries.
+func IsPeer(family string) bool { return family == FamilyRedsync || family == FamilyRedislock }
+
+// Release gives a held lock back.
+type Release func(ctx context.Context) error
+
+// LockFunc blocks until it holds key, or fails when ctx ends.
+type LockFunc func(ctx context.Context, key string) (Release, error)
+
+// Lib is one library configured one way (or the raw floor): the unit a row
+// of a results table describes.
+type Lib struct {
+	Name   string // row label, e.g. "redsync (tuned)"
+	Family string // FamilyFloor, FamilyRedlease, ...
+	Tuning string // the options that differ from the library's defaults, "" for none
+	// Variant names a group of tunings of one peer (contended scenario);
+	// reports show the best of each group. Empty: always shown.
+	Variant string
+
+	worker func(i int) LockFunc
+	mu     sync.Mutex
+	closes []func()
+}
+
+// Worker returns the lock function goroutine i uses. Libraries whose handle
+// is meant to be shared by a process return the same one for every i.
+func (l *Lib) Worker(i int) LockFunc { return l.worker(i) }
+
+// Close frees what the library holds (Lockers, dedicated connections).
+func (l *Lib) Close() {
+	l.mu.Lock()
+	closes := l.closes
+	l.closes = nil
+	l.mu.Unlock()
+	for _, c := range closes {
+		c()
+	}
+}
+
+func (l *Lib) onClose(f func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closes = append(l.closes, f)
+}
+
+// floorDelete is the minimal owner-only delete: compare, then DEL.
+var floorDelete = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+
+var floorSeq atomic.Uint64
+
+// NewFloor is the round-trip floor: SET key value NX PX ttl, then an EVALSHA
+// compare-and-delete, each goroutine on its own connection, with a counter
+// for a value and nothing else (no waiting: a held key is an error).
+func NewFloor(client *redis.Client, ttl time.Duration) *Lib {
+	l := &Lib{Name: "raw floor", Family: FamilyFloor, Tuning: "SET NX PX + EVALSHA compare-and-delete, one connection"}
+	var mu sync.Mutex
+	conns := map[int]*redis.Conn{}
+	l.worker = func(i int) LockFunc {
+		mu.Lock()
+		conn := conns[i]
+		if conn == nil {
+			conn = client.Conn()
+			conns[i] = conn
+		}
+		mu.Unlock()
+		return func(ctx context.Context, key string) (Release, error) {
+			v := strconv.FormatUint(floorSeq.Add(1), 10)
+			ok, err := conn.SetNX(ctx, key, v, ttl).Result()
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, fmt.Errorf("floor: %q is held", key)
+			}
+			return func(ctx context.Context) error {
+				n, err := floorDelete.Run(ctx, conn, []string{key}, v).Int()
+				if err == nil && n != 1 {
+					err = fmt.Errorf("floor: %q was not ours at release", key)
+				}
+				return err
+			}, nil
+		}
+	}
+	l.onClose(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l
+}
+
+// NewFloorRedlock is the floor over several nodes: the same two commands,
+// sent to every node in parallel (one connection per node and goroutine),
+// counting a majority.
+func NewFloorRedlock(clients []*redis.Client, ttl time.Duration) *Lib {
+	l := &Lib{Name: "raw floor", Family: FamilyFloor, Tuning: fmt.Sprintf("SET NX PX + EVALSHA compare-and-delete on %d nodes in parallel", len(clients))}
+	var mu sync.Mutex
+	conns := map[int][]*redis.Conn{}
+	quorum := len(clients)/2 + 1
+	l.worker = func(i int) LockFunc {
+		mu.Lock()
+		cs := conns[i]
+		if cs == nil {
+			for _, c := range clients {
+				cs = append(cs, c.Conn())
+			}
+			conns[i] = cs
+		}
+		mu.Unlock()
+		fan := func(op func(*redis.Conn) bool) int {
+			var wg sync.WaitGroup
+			var n atomic.Int32
+			for _, c := range cs {
+				wg.Go(func() {
+					if op(c) {
+						n.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			return int(n.Load())
+		}
+		return func(ctx context.Context, key string) (Release, error) {
+			v := strconv.FormatUint(floorSeq.Add(1), 10)
+			del := func(c *redis.Conn) bool {
+				n, err := floorDelete.Run(ctx, c, []string{key}, v).Int()
+				return err == nil && n == 1
+			}
+			if n := fan(func(c *redis.Conn) bool { ok, err := c.SetNX(ctx, key, v, ttl).Result(); return err == nil && ok }); n < quorum {
+				fan(del)
+				return nil, fmt.Errorf("floor: %q acquired on %d nodes only", key, n)
+			}
+			return func(ctx context.Context) error {
+				if n := fan(del); n < quorum {
+					return fmt.Errorf("floor: %q released on %d nodes only", key, n)
+				}
+				return nil
+			}, nil
+		}
+	}
+	l.onClose(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, cs := range conns {
+			for _, c := range cs {
+				c.Close()
+			}
+		}
+	})
+	return l
+}
+
+func redleaseLock(l *lock.Locker) LockFunc {
+	return func(ctx context.Context, key string) (Release, error) {
+		lease, err := l.Acquire(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return lease.Release, nil
+	}
+}
+
+// NewRedlease is one lock.Locker shared by every goroutine, as the library
+// means it to be used.
+func NewRedlease(name, tuning string, client redis.UniversalClient, opts ...lock.Option) (*Lib, error) {
+	l, err := lock.New(client, opts...)
+	if err != nil {
+		return nil, err
+	}
+	lib := &Lib{Name: name, Family: FamilyRedlease, Tuning: tuning}
+	f := redleaseLock(l)
+	lib.worker = func(int) LockFunc { return f }
+	lib.onClose(func() { l.Close() })
+	return lib, nil
+}
+
+// NewRedleasePerWorker gives every goroutine a Locker of its own, as
+// separate processes would have: each has its own subscription, and a
+// release wakes one waiter in every Locker.
+func NewRedleasePerWorker(name, tuning string, client redis.UniversalClient, opts ...lock.Option) (*Lib, error) {
+	if _, err := lock.New(client, opts...); err != nil { // validate once, up front
+		return nil, err
+	}
+	lib := &Lib{Name: name, Family: FamilyRedlease, Tuning: tuning}
+	var mu sync.Mutex
+	lockers := map[int]*lock.Locker{}
+	lib.worker = func(i int) LockFunc {
+		mu.Lock()
+		defer mu.Unlock()
+		l := lockers[i]
+		if l == nil {
+			l, _ = lock.New(client, opts...)
+			lockers[i] = l
+		}
+		return redleaseLock(l)
+	}
+	lib.onClose(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		var wg sync.WaitGroup
+		for _, l := range lockers {
+			wg.Go(func() { l.Close() })
+		}
+		wg.Wait()
+	})
+	return lib, nil
+}
+
+// NewRedlockRedlease is lock.NewRedlock over clients, shared by every goroutine.
+func NewRedlockRedlease(name, tuning string, clients []redis.UniversalClient, opts ...lock.Option) (*Lib, error) {
+	l, err := lock.NewRedlock(clients, opts...)
+	if err != nil {
+		return nil, err
+	}
+	lib := &Lib{Name: name, Family: FamilyRedlease, Tuning: tuning}
+	f := redleaseLock(l)
+	lib.worker = func(int) LockFunc { return f }
+	lib.onClose(func() { l.Close() })
+	return lib, nil
+}
+
+// NewRedsync is redsync over one pool per client (one client: a single
+// Redis; several: Redlock). A Mutex is made per Lock call, with the given
+// expiry and options. When Lock gives up after its tries (ErrFailed) the
+// caller tries again until ctx ends, as an application that must get the
+// lock would.
+func NewRedsync(name, tuning string, clients []*redis.Client, ttl time.Duration, opts ...redsync.Option) *Lib {
+	pools := make([]redsyncredis.Pool, len(clients))
+	for i, c := range clients {
+		pools[i] = goredis.NewPool(c)
+	}
+	rs := redsync.New(pools...)
+	opts = append([]redsync.Option{redsync.WithExpiry(ttl)}, opts...)
+	f := func(ctx context.Context, key string) (Release, error) {
+		m := rs.NewMutex(key, opts...)
+		for {
+			err := m.LockContext(ctx)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("redsync: %w (%w)", ctx.Err(), err)
+			}
+			var taken *redsync.ErrTaken
+			if !errors.Is(err, redsync.ErrFailed) && !errors.As(err, &taken) {
+				return nil, err
+			}
+		}
+		return func(ctx context.Context) error {
+			ok, err := m.UnlockContext(ctx)
+			if err == nil && !ok {
+				err = errors.New("redsync: unlock failed")
+			}
+			return err
+		}, nil
+	}
+	return &Lib{Name: name, Family: FamilyRedsync, Tuning: tuning, worker: func(int) LockFunc { return f }}
+}
+
+// NewRedislock is bsm/redislock on client with a fresh retry strategy per
+// Obtain (its strategies keep state). When Obtain gives up (ErrNotObtained,
+// or its own deadline) the caller tries again until ctx ends.
+func NewRedislock(name, tuning string, client *redis.Client, ttl time.Duration, strategy func() redislock.RetryStrategy) *Lib {
+	rl := redislock.New(client)
+	f := func(ctx context.Context, key string) (Release, error) {
+		for {
+			var opt *redislock.Options
+			if strategy != nil {
+				opt = &redislock.Options{RetryStrategy: strategy()}
+			}
+			lk, err := rl.Obtain(ctx, key, ttl, opt)
+			if err == nil {
+				return lk.Release, nil
+			}
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("redislock: %w (%w)", ctx.Err(), err)
+			}
+			if !errors.Is(err, redislock.ErrNotObtained) && !errors.Is(err, context.DeadlineExceeded) {
+				return nil, err
+			}
+		}
+	}
+	return &Lib{Name: name, Family: FamilyRedislock, Tuning: tuning, worker: func(int) LockFunc { return f }}
+}

@@ -1,0 +1,197 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a throwaway redis-server bound to 127.0.0.1 on a free port, with
+// persistence off. Close it to kill the process and remove its directory.
+type Server struct {
+	Addr string
+
+	cmd  *exec.Cmd
+	dir  string
+	out  *lockedWriter // stdout+stderr, for errors
+	done chan struct{} // closed once the process has been reaped
+	once sync.Once
+}
+
+// StartServer starts a redis-server and waits until it answers PING. A start
+// that loses its port to another process is retried on a new port.
+func StartServer() (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("bench: redis-server not found on PATH (make redis installs it): %w", err)
+	}
+	var lastErr error
+	for range 5 {
+		s, err := startOnce(bin)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+func startOnce(bin string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "redlease-bench-redis-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, out: &lockedWriter{}, done: make(chan struct{})}
+	s.cmd = exec.Command(bin,
+		"--port", strconv.Itoa(port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", dir,
+		"--daemonize", "no",
+		"--loglevel", "warning",
+	)
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	s.cmd.SysProcAttr = sysProcAttr()
+	if err := s.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	go func() {
+		_ = s.cmd.Wait()
+		close(s.done)
+	}()
+	if err := s.waitReady(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitReady polls PING (and checks the pid, so a server that someone else
+// started on the same port does not pass for ours) for up to 10 seconds.
+func (s *Server) waitReady() error {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	defer c.Close()
+	want := strconv.Itoa(s.cmd.Process.Pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case <-s.done:
+			return fmt.Errorf("bench: redis-server on %s exited at start: %s", s.Addr, strings.TrimSpace(s.output()))
+		default:
+		}
+		if conn, err := net.DialTimeout("tcp", s.Addr, time.Second); err == nil {
+			conn.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			info, err := s.info(ctx, c, "server")
+			cancel()
+			if err == nil && info["process_id"] == want {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: redis-server on %s did not answer within 10s: %s", s.Addr, strings.TrimSpace(s.output()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Client returns a new go-redis client for the server. Every library in a
+// comparison gets a client built with the same options.
+func (s *Server) Client(poolSize int) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: poolSize})
+}
+
+// Info returns the INFO sections as a map.
+func (s *Server) Info(ctx context.Context, c *redis.Client, sections ...string) (map[string]string, error) {
+	return s.info(ctx, c, sections...)
+}
+
+func (s *Server) info(ctx context.Context, c *redis.Client, sections ...string) (map[string]string, error) {
+	text, err := c.Info(ctx, sections...).Result()
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for line := range strings.Lines(text) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok {
+			m[k] = v
+		}
+	}
+	return m, nil
+}
+
+// Close kills the server (SIGTERM, then SIGKILL after 3s), waits for it and
+// removes its directory. Safe to call more than once.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(3 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.done
+		}
+		os.RemoveAll(s.dir)
+	})
+}
+
+func (s *Server) output() string {
+	s.out.mu.Lock()
+	defer s.out.mu.Unlock()
+	return s.out.w.String()
+}
+
+// StartServers starts n independent servers (Redlock nodes); on error the
+// ones already started are closed.
+func StartServers(n int) ([]*Server, error) {
+	var out []*Server
+	for range n {
+		s, err := StartServer()
+		if err != nil {
+			for _, o := range out {
+				o.Close()
+			}
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// freePort returns a loopback port nothing listens on right now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  bytes.Buffer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}

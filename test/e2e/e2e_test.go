@@ -1,0 +1,341 @@
+// Package e2e installs redlease the ways users do — `helm install` of the
+// chart, `kubectl apply -k config/default` — into a real API server (envtest,
+// source-built), runs the manager binary out of cluster AS THE INSTALLED
+// ServiceAccount (impersonation: the installed RBAC must be enough), applies
+// the samples against real Redis, and checks they become Ready, lockctl
+// works against them, and uninstalling removes what it should.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/kubetest"
+	"github.com/redlease/redlease/internal/redistest"
+)
+
+var root, binDir string
+
+func TestMain(m *testing.M) {
+	var err error
+	if root, err = kubetest.RepoRoot(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	dir, err := os.MkdirTemp("", "e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	for _, c := range []string{"manager", "lockctl", "demo"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, c), "./cmd/"+c)
+		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building", c, err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// run runs a tool from bin/ (helm, kubectl) and fails t on error.
+func run(t *testing.T, tool string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(root, "bin", tool), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s%s", tool, strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+// impersonating writes a kubeconfig that acts as the ServiceAccount ns/name.
+func impersonating(t *testing.T, env *kubetest.Env, ns, name string) string {
+	t.Helper()
+	admin := env.KubeconfigFile(t)
+	cfg, err := clientcmd.LoadFromFile(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ai := range cfg.AuthInfos {
+		ai.Impersonate = "system:serviceaccount:" + ns + ":" + name
+		ai.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+	}
+	path := filepath.Join(t.TempDir(), "sa-kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startManager runs bin/manager out of cluster with the given kubeconfig
+// and the arguments the installed Deployment gives it.
+func startManager(t *testing.T, kubeconfig, namespace string) *bytes.Buffer {
+	t.Helper()
+	var log bytes.Buffer
+	cmd := exec.Command(filepath.Join(binDir, "manager"), "--leader-elect", "--leader-election-namespace="+namespace,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--probe-interval=2s")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("manager log:\n%s", log.String())
+		}
+	})
+	return &log
+}
+
+// localTopologies start the Redis servers the samples are rewritten to.
+type localTopologies struct {
+	standalone *redistest.Server
+	replicated *redistest.Replicated
+	sentinel   *redistest.Sentinel
+	cluster    *redistest.Cluster
+	nodes      []*redistest.Server
+}
+
+const password = "e2e-secret"
+
+func startTopologies(t *testing.T) *localTopologies {
+	pw := redistest.WithPassword(password)
+	lt := &localTopologies{
+		standalone: redistest.StartStandalone(t),
+		replicated: redistest.StartReplicated(t, 1, pw),
+		sentinel:   redistest.StartSentinel(t, 1, pw),
+		cluster:    redistest.StartCluster(t, pw, redistest.WithClusterReplicas(1)),
+		nodes:      redistest.StartNodes(t, 5),
+	}
+	// The Sentinel sample asks for min-replicas-to-write 1 without letting
+	// the controller manage it: configure the servers, as its owner would.
+	for _, s := range append([]*redistest.Server{lt.sentinel.Master}, lt.sentinel.Replicas...) {
+		if err := s.Client(t).ConfigSet(t.Context(), "min-replicas-to-write", "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return lt
+}
+
+// localize keeps a sample's mode, key, TTL, safety and fencing settings and
+// points its connection at the local servers: the samples name in-cluster
+// hosts, TLS and an ACL user that the local servers do not have.
+func (lt *localTopologies) localize(dl *v1alpha1.DistributedLock) {
+	r := &dl.Spec.Redis
+	r.Username, r.TLS, r.Service, r.Nodes = "", nil, nil, 0
+	switch r.Mode {
+	case v1alpha1.RedisModeStandalone:
+		r.Addresses, r.PasswordSecretRef = []string{lt.standalone.Addr()}, nil
+	case v1alpha1.RedisModeReplicated:
+		r.Addresses = []string{lt.replicated.Master.Addr()}
+	case v1alpha1.RedisModeSentinel:
+		r.Sentinel = &v1alpha1.SentinelSpec{MasterName: lt.sentinel.MasterName, Addresses: lt.sentinel.SentinelAddrs()}
+	case v1alpha1.RedisModeCluster:
+		r.Addresses = lt.cluster.Addrs()
+	case v1alpha1.RedisModeRedlock:
+		r.Addresses = nil
+		for _, n := range lt.nodes {
+			r.Addresses = append(r.Addresses, n.Addr())
+		}
+	}
+	if r.PasswordSecretRef != nil {
+		r.PasswordSecretRef.Key = "password"
+	}
+}
+
+// applySamples creates every DistributedLock sample, localized, in ns with
+// the Secrets they name, and returns their names.
+func applySamples(t *testing.T, c client.Client, lt *localTopologies, ns string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "config", "samples", "redlease_v1alpha1_distributedlock_*.yaml"))
+	if err != nil || len(files) < 5 {
+		t.Fatalf("samples: %v (%d files)", err, len(files))
+	}
+	secrets := map[string]bool{}
+	var names []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dl v1alpha1.DistributedLock
+		if err := yaml.UnmarshalStrict(data, &dl); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		lt.localize(&dl)
+		dl.Namespace = ns
+		if ref := dl.Spec.Redis.PasswordSecretRef; ref != nil && !secrets[ref.Name] {
+			secrets[ref.Name] = true
+			if err := c.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ref.Name},
+				StringData: map[string]string{"password": password}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Create(t.Context(), &dl); err != nil {
+			t.Fatalf("%s: %v", filepath.Base(f), err)
+		}
+		names = append(names, dl.Name)
+	}
+	return names
+}
+
+func waitReady(t *testing.T, c client.Client, ns string, names []string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for _, name := range names {
+		for {
+			var dl v1alpha1.DistributedLock
+			err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &dl)
+			if err == nil && apimeta.IsStatusConditionTrue(dl.Status.Conditions, v1alpha1.ConditionReady) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s/%s not Ready: %+v", ns, name, dl.Status.Conditions)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+}
+
+// lockctlRuns checks `lockctl run` against a Ready lock.
+func lockctlRuns(t *testing.T, kubeconfig, ns, name string) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(binDir, "lockctl"), "run", "--kubeconfig", kubeconfig, "--lock", ns+"/"+name,
+		"--wait", "30s", "--", "sh", "-c", `echo "fence=$LOCK_FENCE"`).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "fence=") || strings.Contains(string(out), "fence=\n") {
+		t.Fatalf("lockctl run on %s/%s: %v\n%s", ns, name, err, out)
+	}
+}
+
+func serviceAccountOf(t *testing.T, c client.Client, ns string) string {
+	t.Helper()
+	var sas corev1.ServiceAccountList
+	if err := c.List(t.Context(), &sas, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, sa := range sas.Items {
+		if strings.HasSuffix(sa.Name, "controller-manager") {
+			return sa.Name
+		}
+	}
+	t.Fatalf("no controller-manager ServiceAccount in %s: %+v", ns, sas.Items)
+	return ""
+}
+
+func crdExists(t *testing.T, c client.Client) bool {
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	err := c.Get(context.Background(), client.ObjectKey{Name: "distributedlocks.redlease.io"}, crd)
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+func TestHelmInstall(t *testing.T) {
+	env := kubetest.Start(t, kubetest.WithoutCRDs())
+	admin := env.KubeconfigFile(t)
+	const ns = "redlease-system"
+	run(t, "helm", "install", "redlease", filepath.Join(root, "charts", "redlease"), "-n", ns, "--create-namespace", "--kubeconfig", admin)
+	if !crdExists(t, env.Client) {
+		t.Fatal("helm install did not install the CRD")
+	}
+	sa := serviceAccountOf(t, env.Client, ns)
+	startManager(t, impersonating(t, env, ns, sa), ns)
+
+	lt := startTopologies(t)
+	work := env.Namespace(t)
+	names := applySamples(t, env.Client, lt, work)
+	waitReady(t, env.Client, work, names)
+	lockctlRuns(t, admin, work, names[0])
+
+	run(t, "helm", "uninstall", "redlease", "-n", ns, "--kubeconfig", admin)
+	if !crdExists(t, env.Client) {
+		t.Fatal("helm uninstall removed the CRD although crds.keep is on")
+	}
+	var sas corev1.ServiceAccount
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: sa}, &sas); !apierrors.IsNotFound(err) {
+		t.Fatalf("ServiceAccount %s after uninstall: %v", sa, err)
+	}
+	out := run(t, "helm", "list", "-A", "--kubeconfig", admin)
+	if strings.Contains(out, "redlease") {
+		t.Fatalf("release still listed:\n%s", out)
+	}
+}
+
+func TestKustomizeDeploy(t *testing.T) {
+	env := kubetest.Start(t, kubetest.WithoutCRDs())
+	admin := env.KubeconfigFile(t)
+	run(t, "kubectl", "--kubeconfig", admin, "apply", "-k", filepath.Join(root, "config", "default"))
+	if !crdExists(t, env.Client) {
+		t.Fatal("kubectl apply -k did not install the CRD")
+	}
+	const ns = "redlease-system"
+	sa := serviceAccountOf(t, env.Client, ns)
+	startManager(t, impersonating(t, env, ns, sa), ns)
+
+	srv := redistest.StartStandalone(t)
+	work := env.Namespace(t)
+	dl := &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: work, Name: "report-generator"},
+		Spec: v1alpha1.DistributedLockSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}}}
+	if err := env.Client.Create(t.Context(), dl); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, env.Client, work, []string{dl.Name})
+	lockctlRuns(t, admin, work, dl.Name)
+
+	run(t, "kubectl", "--kubeconfig", admin, "delete", "--wait=false", "-k", filepath.Join(root, "config", "default"))
+}
+
+// make demo, shortened: it must finish on its own, show the paused holder's
+// late write refused, and find no lost update.
+func TestDemo(t *testing.T) {
+	cmd := exec.Command(filepath.Join(binDir, "demo"), "--bin", binDir, "--duration", "12s")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	for _, want := range []string{"is Ready", "paused lib-", "late writes refused by the fence", "no update lost"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "0 late writes refused") {
+		t.Fatalf("the paused holder's write was not refused:\n%s", out)
+	}
+}
