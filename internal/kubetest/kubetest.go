@@ -92,11 +92,20 @@ func NewScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// Option changes how New and Start set up the API server.
+type Option func(*options)
+
+type options struct{ crds bool }
+
+// WithoutCRDs starts an API server without the redlease CRDs, for tests
+// that install them the way users do (helm install, kubectl apply -k).
+func WithoutCRDs() Option { return func(o *options) { o.crds = false } }
+
 // Start starts an API server for t and stops it when t ends. It fails t
 // (never skips) when the API server cannot start.
-func Start(t testing.TB) *Env {
+func Start(t testing.TB, opts ...Option) *Env {
 	t.Helper()
-	e, err := New()
+	e, err := New(opts...)
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
@@ -110,7 +119,11 @@ func Start(t testing.TB) *Env {
 
 // New starts an API server; the caller must Stop it. Tests should prefer
 // Start or Shared, which stop it for them.
-func New() (*Env, error) {
+func New(opts ...Option) (*Env, error) {
+	o := options{crds: true}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -125,8 +138,10 @@ func New() (*Env, error) {
 	}
 	te := &envtest.Environment{
 		Scheme:                s,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+	}
+	if o.crds {
+		te.CRDDirectoryPaths = []string{filepath.Join(root, "config", "crd", "bases")}
 	}
 	te.ControlPlane.GetAPIServer().Path = apiServer
 	te.ControlPlane.Etcd = &envtest.Etcd{Path: etcd}
