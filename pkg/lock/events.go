@@ -11,11 +11,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// subscriptionLinger is how long a key's channel stays subscribed after its
+// last waiter left, so that a key contended again and again is not
+// re-subscribed for every wait.
+const subscriptionLinger = 30 * time.Second
+
 // events is a Locker's one shared subscription (one per node for Redlock,
-// where any node's message counts). Waiters for a key register here; each "released" message on the key's channel wakes the oldest local
-// waiter (FIFO), so a release does not stampede every goroutine of the
-// process at Redis. Messages are hints: a waiter also sleeps until the
-// holder's TTL runs out, so a lost message costs latency, never progress.
+// where any node's message counts). Waiters for a key register here; each
+// "released" message on the key's channel wakes the oldest local waiter
+// (FIFO), so a release does not stampede every goroutine of the process at
+// Redis. Messages are hints: a waiter also sleeps until the holder's TTL
+// runs out, so a lost message costs latency, never progress.
 type events struct {
 	clients []redis.UniversalClient
 
@@ -30,24 +36,44 @@ type events struct {
 type channelWaiters struct {
 	ready     chan struct{} // closed when the server confirmed the subscription
 	confirmed bool
-	queue     []*waiter
+	// releases counts "released" messages seen, so a waiter can tell
+	// whether one arrived between its failed attempt and its registration.
+	releases uint64
+	queue    []*waiter
+	idle     Timer // unsubscribes after subscriptionLinger without waiters
 }
 
 // waiter is one Acquire call waiting for a key.
 type waiter struct {
 	ch   string
 	wake chan struct{} // buffered 1: a pending wake is never lost
-	// ready is closed once the subscription is confirmed; after that no
+	// ready is closed once the subscription is confirmed: from then on no
 	// release can slip by unnoticed.
 	ready <-chan struct{}
+	// retry says the caller must attempt again before sleeping on wake: its
+	// subscription is new (a release may have come before it was in force),
+	// or a release arrived since the caller's failed attempt.
+	retry bool
 }
 
 func newEvents(clients []redis.UniversalClient) *events {
 	return &events{clients: clients, channels: map[string]*channelWaiters{}}
 }
 
-// wait registers a waiter for key's channel, subscribing if it is the first.
-func (e *events) wait(ctx context.Context, key string) (*waiter, error) {
+// releases returns the number of "released" messages seen on key's channel
+// so far; read it before an attempt and pass it to wait.
+func (e *events) releases(key string) uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if cw := e.channels[EventsChannel(key)]; cw != nil {
+		return cw.releases
+	}
+	return 0
+}
+
+// wait registers a waiter for key's channel, subscribing if needed. seen is
+// what releases returned before the caller's failed attempt.
+func (e *events) wait(ctx context.Context, key string, seen uint64) (*waiter, error) {
 	ch := EventsChannel(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -72,13 +98,18 @@ func (e *events) wait(ctx context.Context, key string) (*waiter, error) {
 			_ = ps.Subscribe(ctx, ch)
 		}
 	}
-	w := &waiter{ch: ch, wake: make(chan struct{}, 1), ready: cw.ready}
+	if cw.idle != nil {
+		cw.idle.Stop()
+		cw.idle = nil
+	}
+	w := &waiter{ch: ch, wake: make(chan struct{}, 1), ready: cw.ready,
+		retry: !cw.confirmed || cw.releases != seen}
 	cw.queue = append(cw.queue, w)
 	return w, nil
 }
 
-// done unregisters w, unsubscribing when it was the channel's last waiter.
-// A wake that w received but did not use passes to the next waiter.
+// done unregisters w. A wake that w received but did not use passes to the
+// next waiter. The channel stays subscribed for subscriptionLinger.
 func (e *events) done(w *waiter) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -97,13 +128,21 @@ func (e *events) done(w *waiter) {
 		wakeOldest(cw)
 	default:
 	}
-	if len(cw.queue) == 0 {
-		delete(e.channels, w.ch)
-		if !e.closed {
-			for _, ps := range e.subs {
-				_ = ps.Unsubscribe(context.Background(), w.ch)
-			}
-		}
+	if len(cw.queue) == 0 && !e.closed && cw.idle == nil {
+		cw.idle = time.AfterFunc(subscriptionLinger, func() { e.expire(w.ch, cw) })
+	}
+}
+
+// expire unsubscribes a channel that stayed without waiters.
+func (e *events) expire(ch string, cw *channelWaiters) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed || e.channels[ch] != cw || len(cw.queue) > 0 {
+		return
+	}
+	delete(e.channels, ch)
+	for _, ps := range e.subs {
+		_ = ps.Unsubscribe(context.Background(), ch)
 	}
 }
 
@@ -163,16 +202,22 @@ func (e *events) released(ch string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if cw := e.channels[ch]; cw != nil {
+		cw.releases++
 		wakeOldest(cw)
 	}
 }
 
-// close stops the subscription and wakes nobody: Acquire calls see ErrClosed
-// through the Locker.
+// close stops the subscription and its idle timers; Acquire calls see
+// ErrClosed through the Locker.
 func (e *events) close() {
 	e.mu.Lock()
 	e.closed = true
 	subs, cancel := e.subs, e.cancel
+	for _, cw := range e.channels {
+		if cw.idle != nil {
+			cw.idle.Stop()
+		}
+	}
 	e.mu.Unlock()
 	if subs == nil {
 		return

@@ -98,6 +98,7 @@ func (l *Locker) acquire(ctx context.Context, key string) (*Lease, error) {
 		}
 	}()
 	for {
+		seen := l.events.releases(key)
 		lease, err := l.try(ctx, key)
 		if err == nil {
 			return lease, nil
@@ -119,15 +120,18 @@ func (l *Locker) acquire(ctx context.Context, key string) (*Lease, error) {
 		lastErr = err
 		if w == nil {
 			// Subscribe only once contended, so an uncontended Acquire costs
-			// one round trip; then retry at once, because a release may have
-			// happened before the subscription was in force.
-			if w, err = l.events.wait(ctx, key); err != nil {
+			// one round trip. Retry at once when a release may have slipped
+			// by: before a new subscription was in force, or between the
+			// failed attempt and the registration.
+			if w, err = l.events.wait(ctx, key, seen); err != nil {
 				return nil, err
 			}
-			if err := l.sleep(ctx, w.ready, wait, lastErr); err != nil {
-				return nil, err
+			if w.retry {
+				if err := l.sleep(ctx, w.ready, wait, lastErr); err != nil {
+					return nil, err
+				}
+				continue
 			}
-			continue
 		}
 		if err := l.sleep(ctx, w.wake, wait, lastErr); err != nil {
 			return nil, err
