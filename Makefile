@@ -89,6 +89,19 @@ demo: tools redis ## The whole product on this machine: control plane, Redis, op
 	@for c in manager lockctl demo; do go build -o $(BIN)/$$c ./cmd/$$c; done
 	$(BIN)/demo $(ARGS)
 
+VERSION ?= v0.1.0
+IMAGE_REPO ?= redlease
+GO_LDFLAGS := -s -w
+
+.PHONY: image
+image: ## Build OCI image tarballs for the manager and lockctl into dist/ (static binaries, empty base, non-root; no Docker engine).
+	@mkdir -p dist/bin
+	@for c in manager lockctl; do \
+		echo "building $$c (linux/amd64, static)"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o dist/bin/$$c ./cmd/$$c; \
+		(cd hack/ocibuild && go run . -binary ../../dist/bin/$$c -tag $(IMAGE_REPO)/$$c:$(VERSION) -out ../../dist/$$c-$(VERSION).tar); \
+	done
+
 ##@ Deployment
 
 .PHONY: install
