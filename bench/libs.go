@@ -195,6 +195,11 @@ func redleaseLock(l *lock.Locker) LockFunc {
 // means it to be used.
 func NewRedlease(name, tuning string, client redis.UniversalClient, opts ...lock.Option) (*Lib, error) {
 	l, err := lock.New(client, opts...)
+	return sharedRedlease(name, tuning, l, err)
+}
+
+// sharedRedlease wraps one Locker that every goroutine shares.
+func sharedRedlease(name, tuning string, l *lock.Locker, err error) (*Lib, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -209,9 +214,11 @@ func NewRedlease(name, tuning string, client redis.UniversalClient, opts ...lock
 // separate processes would have: each has its own subscription, and a
 // release wakes one waiter in every Locker.
 func NewRedleasePerWorker(name, tuning string, client redis.UniversalClient, opts ...lock.Option) (*Lib, error) {
-	if _, err := lock.New(client, opts...); err != nil { // validate once, up front
+	probe, err := lock.New(client, opts...) // validate once, up front
+	if err != nil {
 		return nil, err
 	}
+	probe.Close()
 	lib := &Lib{Name: name, Family: FamilyRedlease, Tuning: tuning}
 	var mu sync.Mutex
 	lockers := map[int]*lock.Locker{}
@@ -240,14 +247,7 @@ func NewRedleasePerWorker(name, tuning string, client redis.UniversalClient, opt
 // NewRedlockRedlease is lock.NewRedlock over clients, shared by every goroutine.
 func NewRedlockRedlease(name, tuning string, clients []redis.UniversalClient, opts ...lock.Option) (*Lib, error) {
 	l, err := lock.NewRedlock(clients, opts...)
-	if err != nil {
-		return nil, err
-	}
-	lib := &Lib{Name: name, Family: FamilyRedlease, Tuning: tuning}
-	f := redleaseLock(l)
-	lib.worker = func(int) LockFunc { return f }
-	lib.onClose(func() { l.Close() })
-	return lib, nil
+	return sharedRedlease(name, tuning, l, err)
 }
 
 // NewRedsync is redsync over one pool per client (one client: a single
