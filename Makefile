@@ -54,9 +54,11 @@ test: tools redis postgres verify helm-lint ## Install what tests need, verify, 
 	go test $(GO_TEST_FLAGS) ./...
 	cd hack/ocibuild && go test -count=1 ./...
 
+CHAOS_COUNT ?= 5
+
 .PHONY: test-chaos
-test-chaos: redis postgres ## The fault-injection suite with its full budget (bounded to 15 minutes; prints seeds to replay).
-	go test -race -count=1 -v -timeout 15m ./test/chaos/ -args -chaos.full
+test-chaos: redis postgres ## The fault-injection suite with its full budget: every scenario $(CHAOS_COUNT) times with fresh seeds, bounded to 15 minutes.
+	go test -race -count=$(CHAOS_COUNT) -v -timeout 15m ./test/chaos/ -args -chaos.full
 
 # Extra flags for the side-by-side runner, e.g. BENCH_FLAGS=-quick.
 BENCH_FLAGS ?=
