@@ -51,6 +51,13 @@ func dataConf(s *Server, cfg config, topology ...string) ([]string, error) {
 	if cfg.debugCommand {
 		lines = append(lines, "enable-debug-command local")
 	}
+	if cfg.tls {
+		tlsLines, err := tlsConf(s)
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, tlsLines...)
+	}
 	lines = append(lines, topology...)
 	extra, err := extraConf(cfg.extra)
 	if err != nil {

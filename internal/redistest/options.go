@@ -8,6 +8,7 @@ type config struct {
 	debugCommand    bool
 	extra           []string
 	clusterReplicas int
+	tls             bool
 }
 
 func newConfig(opts []Option) config {

@@ -35,6 +35,7 @@ type Server struct {
 	password string // what clients must send; empty for Sentinels
 	home     string // config and logs, kept by RestartEmpty
 	dataDir  string // RDB and AOF files, wiped by RestartEmpty
+	caPEM    []byte // WithTLS: the CA the server's certificate chains to
 
 	mu   sync.Mutex // serialises lifecycle changes and guards proc
 	proc *process   // latest run; nil before the first start
@@ -150,7 +151,7 @@ func (s *Server) Alive() bool {
 // short ReadTimeout.
 func (s *Server) Client(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
 	t.Helper()
-	o := &redis.Options{Addr: s.Addr(), Password: s.password}
+	o := &redis.Options{Addr: s.Addr(), Password: s.password, TLSConfig: s.TLSConfig()}
 	for _, f := range opts {
 		f(o)
 	}
@@ -280,6 +281,7 @@ func (s *Server) adminClient() *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr:          s.Addr(),
 		Password:      s.password,
+		TLSConfig:     s.TLSConfig(),
 		DialTimeout:   time.Second,
 		ReadTimeout:   2 * time.Second,
 		WriteTimeout:  2 * time.Second,

@@ -262,3 +262,19 @@ func TestStartReportsPortInUse(t *testing.T) {
 		t.Error("the server runs although it could not bind")
 	}
 }
+
+func TestTLS(t *testing.T) {
+	srv := StartStandalone(t, WithTLS())
+	ctx := t.Context()
+	if err := srv.Client(t).Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("TLS client: %v", err)
+	}
+	plain := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second})
+	defer plain.Close()
+	if err := plain.Ping(ctx).Err(); err == nil {
+		t.Fatal("a plain-text client got an answer from a TLS-only server")
+	}
+	if len(srv.CACertPEM()) == 0 || srv.TLSConfig().ServerName != TLSServerName {
+		t.Fatal("no CA or server name for clients")
+	}
+}

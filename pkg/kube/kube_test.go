@@ -304,3 +304,28 @@ func TestClosedLockerRefusesWork(t *testing.T) {
 		t.Fatal("a ServiceAccount without access to the namespace could read the lock")
 	}
 }
+
+// TLS: the handle trusts the CA from the resource's Secret and checks the
+// certificate's server name.
+func TestLockerOverTLS(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	srv := redistest.StartStandalone(t, redistest.WithTLS())
+	if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "redis-ca"},
+		StringData: map[string]string{"ca.crt": string(srv.CACertPEM())}}); err != nil {
+		t.Fatal(err)
+	}
+	createLock(t, env, ns, "tls", v1alpha1.DistributedLockSpec{
+		Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()},
+			TLS: &v1alpha1.TLSSpec{Enabled: true, ServerName: redistest.TLSServerName, CASecretRef: &v1alpha1.SecretKeyRef{Name: "redis-ca", Key: "ca.crt"}}},
+	}, readyStatus(srv.Addr()))
+	l := newKubeLocker(t, podConfig(t, env, ns, "redis-ca"), ns, "tls")
+	lease, err := l.TryAcquire(t.Context())
+	if err != nil {
+		t.Fatalf("TryAcquire over TLS: %v", err)
+	}
+	defer lease.Release(context.Background())
+	if got := srv.Client(t).Get(t.Context(), ns+"/tls").Val(); got != lease.Value() {
+		t.Fatal("the lease is not on the TLS server")
+	}
+}
