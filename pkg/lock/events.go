@@ -108,6 +108,24 @@ func (e *events) wait(ctx context.Context, key string, seen uint64) (*waiter, er
 	return w, nil
 }
 
+// join queues a new Acquire behind this Locker's waiters for key, when
+// there are any on a confirmed subscription, so that a goroutine that just
+// released (or just arrived) does not barge ahead of goroutines already
+// woken or waiting: within a Locker, waiters take the lock in arrival order.
+// It returns nil when nobody is waiting.
+func (e *events) join(key string) *waiter {
+	ch := EventsChannel(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cw := e.channels[ch]
+	if e.closed || cw == nil || !cw.confirmed || len(cw.queue) == 0 {
+		return nil
+	}
+	w := &waiter{ch: ch, wake: make(chan struct{}, 1), ready: cw.ready}
+	cw.queue = append(cw.queue, w)
+	return w
+}
+
 // done unregisters w. A wake that w received but did not use passes to the
 // next waiter. The channel stays subscribed for subscriptionLinger.
 func (e *events) done(w *waiter) {

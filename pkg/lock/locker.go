@@ -97,6 +97,15 @@ func (l *Locker) acquire(ctx context.Context, key string) (*Lease, error) {
 			l.events.done(w)
 		}
 	}()
+	if w = l.events.join(key); w != nil {
+		// Others in this process are already waiting: take a place in
+		// line. A release passes the lock down the line; if none comes
+		// within the backoff bound, try anyway.
+		lastErr = &NotAcquiredError{Key: key, Reason: "queued behind this process's waiters"}
+		if err := l.sleep(ctx, w.wake, l.cfg.backoffMax, lastErr); err != nil {
+			return nil, err
+		}
+	}
 	for {
 		seen := l.events.releases(key)
 		lease, err := l.try(ctx, key)
