@@ -197,10 +197,9 @@ func (e *elector) lead(ctx context.Context, lease *lock.Lease) error {
 		e.closeLocker()
 		log.Info("stopped leading; released")
 	} else {
-		// Stop renewing and leave the key to its TTL, as a crash would. The
-		// Locker is not closed, because Close would release the lease; nothing
-		// runs in it any more but the lease's deadline timer, which ends the
-		// lease locally when its validity passes.
+		// Stop renewing and leave the key to its TTL, as a crash would.
+		lease.Abandon()
+		e.closeLocker()
 		log.Info("stopped leading; the lease runs out with its TTL")
 	}
 	e.stoppedLeading()

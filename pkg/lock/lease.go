@@ -221,6 +221,15 @@ func (s *Lease) end(err error, reason string) bool {
 	return true
 }
 
+// Abandon ends the lease locally at once without telling Redis: renewal
+// stops and the key stays until its TTL runs out, as after a crash. Err
+// then matches ErrReleased, and Locker.Close no longer releases it. For
+// stepping down without handing over (leader election without
+// ReleaseOnCancel).
+func (s *Lease) Abandon() {
+	s.end(fmt.Errorf("%w: %q abandoned; the key expires with its TTL", ErrReleased, s.key), "")
+}
+
 // Release ends the lease at once — locally even if Redis fails — and deletes
 // the key if it is still ours. It returns an error matching ErrLeaseLost when
 // the key was no longer ours (the lease had already been lost), ErrReleased

@@ -173,3 +173,29 @@ func TestAcquireContextBoundsTheWaitNotTheLease(t *testing.T) {
 		t.Fatalf("after Release: Err = %v, cause = %v", lease.Err(), context.Cause(lease.Context()))
 	}
 }
+
+// Abandon ends the lease here and leaves the key to its TTL; Close then
+// does not release it.
+func TestAbandonLeavesTheKeyToItsTTL(t *testing.T) {
+	_, client := startRedis(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l, err := lock.New(client, lock.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := l.TryAcquire(ctx, "abandoned")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Abandon()
+	waitClosed(t, lease.Done(), time.Second, "Done after Abandon")
+	if !errors.Is(lease.Err(), lock.ErrReleased) {
+		t.Fatalf("Err = %v, want ErrReleased", lease.Err())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pttl := client.PTTL(ctx, "abandoned").Val(); pttl <= 0 {
+		t.Fatalf("the abandoned key is gone (PTTL %v): Close released it", pttl)
+	}
+}
