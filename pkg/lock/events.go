@@ -60,19 +60,8 @@ func newEvents(clients []redis.UniversalClient) *events {
 	return &events{clients: clients, channels: map[string]*channelWaiters{}}
 }
 
-// releases returns the number of "released" messages seen on key's channel
-// so far; read it before an attempt and pass it to wait.
-func (e *events) releases(key string) uint64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if cw := e.channels[EventsChannel(key)]; cw != nil {
-		return cw.releases
-	}
-	return 0
-}
-
 // wait registers a waiter for key's channel, subscribing if needed. seen is
-// what releases returned before the caller's failed attempt.
+// what join returned before the caller's failed attempt.
 func (e *events) wait(ctx context.Context, key string, seen uint64) (*waiter, error) {
 	ch := EventsChannel(key)
 	e.mu.Lock()
@@ -112,18 +101,22 @@ func (e *events) wait(ctx context.Context, key string, seen uint64) (*waiter, er
 // there are any on a confirmed subscription, so that a goroutine that just
 // released (or just arrived) does not barge ahead of goroutines already
 // woken or waiting: within a Locker, waiters take the lock in arrival order.
-// It returns nil when nobody is waiting.
-func (e *events) join(key string) *waiter {
+// When nobody is waiting it returns nil and the number of "released"
+// messages seen so far, for wait to tell whether one slipped by.
+func (e *events) join(key string) (*waiter, uint64) {
 	ch := EventsChannel(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	cw := e.channels[ch]
-	if e.closed || cw == nil || !cw.confirmed || len(cw.queue) == 0 {
-		return nil
+	if e.closed || cw == nil {
+		return nil, 0
+	}
+	if !cw.confirmed || len(cw.queue) == 0 {
+		return nil, cw.releases
 	}
 	w := &waiter{ch: ch, wake: make(chan struct{}, 1), ready: cw.ready}
 	cw.queue = append(cw.queue, w)
-	return w
+	return w, 0
 }
 
 // done unregisters w. A wake that w received but did not use passes to the

@@ -88,16 +88,16 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
 
 func (l *Locker) acquire(ctx context.Context, key string) (*Lease, error) {
 	var (
-		w       *waiter
 		backoff = l.cfg.backoffMin
 		lastErr error
 	)
+	w, seen := l.events.join(key)
 	defer func() {
 		if w != nil {
 			l.events.done(w)
 		}
 	}()
-	if w = l.events.join(key); w != nil {
+	if w != nil {
 		// Others in this process are already waiting: take a place in
 		// line. A release passes the lock down the line; if none comes
 		// within the backoff bound, try anyway.
@@ -107,7 +107,6 @@ func (l *Locker) acquire(ctx context.Context, key string) (*Lease, error) {
 		}
 	}
 	for {
-		seen := l.events.releases(key)
 		lease, err := l.try(ctx, key)
 		if err == nil {
 			return lease, nil
@@ -271,7 +270,8 @@ func (l *Locker) Close() error {
 	idle := make(chan struct{})
 	go func() {
 		l.inflight.Lock()
-		l.inflight.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
+		//lint:ignore SA2001 an empty critical section: waiting for in-flight calls is the point
+		l.inflight.Unlock()
 		close(idle)
 	}()
 	select {
