@@ -1,13 +1,11 @@
 package lockctl
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"syscall"
 	"time"
@@ -20,7 +18,7 @@ import (
 func newRunCommand(stderr io.Writer) *cobra.Command {
 	var (
 		target targetFlags
-		wait   time.Duration
+		wait   waitFlag
 		grace  time.Duration
 	)
 	cmd := &cobra.Command{
@@ -44,37 +42,25 @@ COMMAND.`,
 			if cmd.ArgsLenAtDash() != 0 {
 				return exit(ExitUsage, errors.New("put the command after --, e.g. lockctl run --lock ns/name -- ./job"))
 			}
-			waitSet := cmd.Flags().Changed("wait")
-			return run(cmd.Context(), stderr, &target, waitSet, wait, grace, args)
+			s, err := takeLock(cmd, &target, wait)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			return run(s, stderr, grace, args)
 		},
 	}
 	target.register(cmd.Flags())
-	cmd.Flags().DurationVar(&wait, "wait", 0, "how long to wait for the lock; 0 fails at once if it is held (default: wait until interrupted)")
+	wait.register(cmd.Flags())
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "after a lost lease, how long COMMAND gets between SIGTERM and SIGKILL")
 	return cmd
 }
 
-func run(ctx context.Context, stderr io.Writer, target *targetFlags, waitSet bool, wait, grace time.Duration, argv []string) error {
-	// Signals that arrive while waiting for the lock cancel the wait; once
-	// the child runs they are forwarded to it instead.
-	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(signals)
-
-	l, err := target.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-
-	lease, err := acquire(ctx, l, signals, waitSet, wait)
-	if err != nil {
-		return err
-	}
+// run starts the child under the session's lease and supervises it.
+func run(s *session, stderr io.Writer, grace time.Duration, argv []string) error {
+	lease, l := s.lease, s.locker
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := lease.Release(rctx); err != nil && !errors.Is(err, lock.ErrLeaseLost) {
+		if err := s.release(); err != nil && !errors.Is(err, lock.ErrLeaseLost) {
 			fmt.Fprintf(stderr, "lockctl: releasing %s: %v (it expires with its TTL)\n", l.Key(), err)
 		}
 	}()
@@ -96,7 +82,7 @@ func run(ctx context.Context, stderr io.Writer, target *targetFlags, waitSet boo
 		select {
 		case err := <-exited:
 			return childExit(err)
-		case sig := <-signals:
+		case sig := <-s.signals:
 			_ = child.Process.Signal(sig)
 		case <-lease.Done():
 			fmt.Fprintf(stderr, "lockctl: lease on %s lost while %s ran: %v; stopping it\n", l.Key(), argv[0], lease.Err())
@@ -110,32 +96,6 @@ func run(ctx context.Context, stderr io.Writer, target *targetFlags, waitSet boo
 			return exit(ExitLeaseLost, fmt.Errorf("lease lost: %w", lease.Err()))
 		}
 	}
-}
-
-// acquire waits as --wait says, cancelled by SIGINT/SIGTERM.
-func acquire(ctx context.Context, l locker, signals <-chan os.Signal, waitSet bool, wait time.Duration) (*lock.Lease, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-signals:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	if waitSet && wait <= 0 {
-		return l.TryAcquire(ctx)
-	}
-	if waitSet {
-		var c context.CancelFunc
-		ctx, c = context.WithTimeout(ctx, wait)
-		defer c()
-	}
-	lease, err := l.Acquire(ctx)
-	if err != nil && errors.Is(err, context.DeadlineExceeded) {
-		return nil, exit(ExitNotAcquired, fmt.Errorf("%s still held after --wait %v: %w", l.Key(), wait, err))
-	}
-	return lease, err
 }
 
 // childExit turns the child's end into lockctl's exit: its code, or 128+N
