@@ -41,28 +41,26 @@ func (s *single) inspect(ctx context.Context, key string) (Holding, error) {
 	return inspectOn(ctx, s.client, key)
 }
 
-// inspectOn reads one server. The value goes no further than this function.
+// inspectOn reads one server in one round trip. The value goes no further
+// than this function.
 func inspectOn(ctx context.Context, c redis.Cmdable, key string) (Holding, error) {
 	h := Holding{Key: key}
-	value, err := c.Get(ctx, key).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-	case err != nil:
+	var value, pttl, fence *redis.Cmd
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		value, pttl, fence = p.Do(ctx, "GET", key), p.Do(ctx, "PTTL", key), p.Do(ctx, "GET", FenceKey(key))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return h, fmt.Errorf("lock: inspect %q: %w", key, err)
-	default:
-		h.Held, h.Identity = true, IdentityFromValue(value)
-		if h.TTL, err = c.PTTL(ctx, key).Result(); err != nil {
-			return h, fmt.Errorf("lock: inspect %q: %w", key, err)
-		}
 	}
-	fence, err := c.Get(ctx, FenceKey(key)).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-	case err != nil:
-		return h, fmt.Errorf("lock: inspect %q: %w", key, err)
-	default:
-		if h.Fence, err = strconv.ParseUint(fence, 10, 64); err != nil {
-			return h, fmt.Errorf("lock: inspect %q: fence counter %q: %w", key, fence, err)
+	if v, err := value.Text(); err == nil {
+		h.Held, h.Identity = true, IdentityFromValue(v)
+		ms, _ := pttl.Int64()
+		h.TTL = time.Duration(ms) * time.Millisecond
+	}
+	if f, err := fence.Text(); err == nil {
+		if h.Fence, err = strconv.ParseUint(f, 10, 64); err != nil {
+			return h, fmt.Errorf("lock: inspect %q: fence counter %q: %w", key, f, err)
 		}
 	}
 	return h, nil
