@@ -75,8 +75,8 @@ bench-scale: redis ## The controller at scale: 1,000 DistributedLocks on 10 redi
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager and lockctl into bin/.
-	@for c in $$(ls cmd 2>/dev/null); do echo "go build ./cmd/$$c"; CGO_ENABLED=0 go build -o $(BIN)/$$c ./cmd/$$c; done; go build ./...
+build: ## Build every command (manager, lockctl, demo) into bin/.
+	@for c in $$(ls cmd); do echo "go build ./cmd/$$c"; CGO_ENABLED=0 go build -o $(BIN)/$$c ./cmd/$$c; done
 
 # Flags for `make run`, e.g. make run RUN_ARGS="--probe-interval=5s --watch-namespaces=dev".
 RUN_ARGS ?=
@@ -86,9 +86,7 @@ run: manifests ## Run the manager against the current kubeconfig (install the CR
 	go run ./cmd/manager --health-probe-bind-address=0 $(RUN_ARGS)
 
 .PHONY: demo
-demo: tools redis ## The whole product on this machine: control plane, Redis, operator, workers, a paused holder refused by the fence. ARGS=--keep leaves it running.
-	@echo "==> building bin/manager, bin/lockctl and bin/demo"
-	@for c in manager lockctl demo; do go build -o $(BIN)/$$c ./cmd/$$c; done
+demo: tools redis build ## The whole product on this machine: control plane, Redis, operator, workers, a paused holder refused by the fence. ARGS=--keep leaves it running.
 	$(BIN)/demo $(ARGS)
 
 VERSION ?= v0.1.0
