@@ -40,7 +40,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{"valid", func(*election.Config) {}, ""},
 		{"defaults", func(c *election.Config) { c.Identity, c.TTL, c.RenewInterval = "", 0, 0 }, ""},
-		{"explicit renew interval", func(c *election.Config) { c.RenewInterval = 900 * time.Millisecond }, ""},
+		{"explicit renew interval", func(c *election.Config) { c.RenewInterval = 450 * time.Millisecond }, ""},
+		{"renew interval leaving no room for a renewal", func(c *election.Config) { c.RenewInterval = 900 * time.Millisecond }, "no room for a renewal"},
 		{"nil client", func(c *election.Config) { c.Client = nil }, "nil Client"},
 		{"empty key", func(c *election.Config) { c.Key = "" }, "empty key"},
 		{"key with whitespace", func(c *election.Config) { c.Key = "a b" }, "whitespace"},
@@ -496,5 +497,63 @@ func TestManyKeysOneClient(t *testing.T) {
 		if n := leads[fmt.Sprintf("many-%d", k)]; n != 1 {
 			t.Errorf("key many-%d: %d leaderships, want 1", k, n)
 		}
+	}
+}
+
+// A leader elected with lock.WithReplicaAck keeps leading only while its
+// renewals reach the replica: once the replica is cut off, renewals fail
+// with lock.ErrNotReplicated and leadership ends at the deadline the
+// replica's copy allows, so a replica promoted then cannot crown a second
+// leader while the first still leads. Before, renewals were not WAITed and
+// the leader went on leading on the master alone.
+func TestLeaderUnderReplicaAckStepsDownWhenRenewalsAreNotReplicated(t *testing.T) {
+	g := redistest.StartReplicated(t, 1)
+	leading := make(chan context.Context, 1)
+	r := start(t, election.Config{
+		Client: g.Master.Client(t), Key: "acked", Identity: "a", TTL: time.Second,
+		LockOptions: []lock.Option{lock.WithReplicaAck(1, 100*time.Millisecond)},
+		Callbacks: election.Callbacks{OnStartedLeading: func(ctx context.Context, _ uint64) {
+			leading <- ctx
+			<-ctx.Done()
+		}},
+	})
+	var leaderCtx context.Context
+	select {
+	case leaderCtx = <-leading:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no leader")
+	}
+	time.Sleep(1500 * time.Millisecond) // acknowledged renewals keep it
+	if leaderCtx.Err() != nil {
+		t.Fatalf("leadership ended with a healthy replica: %v", context.Cause(leaderCtx))
+	}
+	g.Replicas[0].Pause()
+	t.Cleanup(g.Replicas[0].Resume)
+	if err := g.Master.Client(t).ClientKillByFilter(t.Context(), "TYPE", "replica").Err(); err != nil {
+		t.Fatal(err)
+	}
+	cutAt := time.Now()
+	select {
+	case <-leaderCtx.Done():
+		// Expected within the TTL of the last acknowledged renewal.
+		if d := time.Since(cutAt); d > 2*time.Second {
+			t.Fatalf("leadership ended %v after the replica was cut off, past the 1 s TTL", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still leading 5 s after the replica was cut off: renewals on the master alone extended the lease")
+	}
+	waitDone(t, r)
+	if !errors.Is(r.err, election.ErrLeadershipLost) || !errors.Is(r.err, lock.ErrLeaseLost) {
+		t.Fatalf("Run = %v, want ErrLeadershipLost", r.err)
+	}
+}
+
+// waitDone waits for Run to return on its own.
+func waitDone(t *testing.T, r *runner) {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
 	}
 }

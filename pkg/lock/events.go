@@ -34,8 +34,11 @@ type events struct {
 }
 
 type channelWaiters struct {
-	ready     chan struct{} // closed when the server confirmed the subscription
+	ready     chan struct{} // closed when a server confirmed the subscription
 	confirmed bool
+	// confirmedBy holds the subscriptions (by index in events.subs) that
+	// confirmed the channel: one confirming again has reconnected.
+	confirmedBy map[int]bool
 	// releases counts "released" messages seen, so a waiter can tell
 	// whether one arrived between its failed attempt and its registration.
 	releases uint64
@@ -54,6 +57,18 @@ type waiter struct {
 	// subscription is new (a release may have come before it was in force),
 	// or a release arrived since the caller's failed attempt.
 	retry bool
+	// holdsWake is set (by the waiting goroutine only) when it took a
+	// wake-up that no attempt has used yet: if it gives up now, the
+	// wake-up goes to the next waiter instead of being lost.
+	holdsWake bool
+}
+
+// spent records that an attempt after the wake-up found the key taken by
+// someone else: the release it announced has been used. w may be nil.
+func (w *waiter) spent() {
+	if w != nil {
+		w.holdsWake = false
+	}
 }
 
 func newEvents(clients []redis.UniversalClient) *events {
@@ -72,15 +87,15 @@ func (e *events) wait(ctx context.Context, key string, seen uint64) (*waiter, er
 	if e.subs == nil {
 		loopCtx, cancel := context.WithCancel(context.Background())
 		e.cancel = cancel
-		for _, c := range e.clients {
+		for i, c := range e.clients {
 			ps := c.Subscribe(loopCtx)
 			e.subs = append(e.subs, ps)
-			e.loops.Go(func() { e.loop(loopCtx, ps) })
+			e.loops.Go(func() { e.loop(loopCtx, i, ps) })
 		}
 	}
 	cw := e.channels[ch]
 	if cw == nil {
-		cw = &channelWaiters{ready: make(chan struct{})}
+		cw = &channelWaiters{ready: make(chan struct{}), confirmedBy: map[int]bool{}}
 		e.channels[ch] = cw
 		// Sent now, confirmed by the loop; a failure shows up there too.
 		for _, ps := range e.subs {
@@ -119,9 +134,11 @@ func (e *events) join(key string) (*waiter, uint64) {
 	return w, 0
 }
 
-// done unregisters w. A wake that w received but did not use passes to the
-// next waiter. The channel stays subscribed for subscriptionLinger.
-func (e *events) done(w *waiter) {
+// done unregisters w. A wake-up that w received but did not use — still
+// pending, or taken by a caller that gives up (failed) before an attempt
+// used it — passes to the next waiter. The channel stays subscribed for
+// subscriptionLinger.
+func (e *events) done(w *waiter, failed bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	cw := e.channels[w.ch]
@@ -138,6 +155,9 @@ func (e *events) done(w *waiter) {
 	case <-w.wake:
 		wakeOldest(cw)
 	default:
+		if failed && w.holdsWake {
+			wakeOldest(cw)
+		}
 	}
 	if len(cw.queue) == 0 && !e.closed && cw.idle == nil {
 		cw.idle = time.AfterFunc(subscriptionLinger, func() { e.expire(w.ch, cw) })
@@ -167,7 +187,7 @@ func wakeOldest(cw *channelWaiters) {
 	}
 }
 
-func (e *events) loop(ctx context.Context, ps *redis.PubSub) {
+func (e *events) loop(ctx context.Context, sub int, ps *redis.PubSub) {
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, time.Minute)
 		if err != nil {
@@ -190,7 +210,7 @@ func (e *events) loop(ctx context.Context, ps *redis.PubSub) {
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
-				e.confirm(m.Channel)
+				e.confirm(sub, m.Channel)
 			}
 		case *redis.Message:
 			if strings.HasPrefix(m.Payload, "released") {
@@ -200,10 +220,25 @@ func (e *events) loop(ctx context.Context, ps *redis.PubSub) {
 	}
 }
 
-func (e *events) confirm(ch string) {
+// confirm handles a server's confirmation of a subscription (sub is the
+// subscription's index). A second confirmation from the same subscription
+// means go-redis reconnected and subscribed again: a release may have been
+// published while the connection was down, so the channel's oldest waiter
+// is woken to look (one, not a herd).
+func (e *events) confirm(sub int, ch string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if cw := e.channels[ch]; cw != nil && !cw.confirmed {
+	cw := e.channels[ch]
+	if cw == nil {
+		return
+	}
+	if cw.confirmedBy[sub] {
+		cw.releases++ // a waiter between attempt and registration retries too
+		wakeOldest(cw)
+		return
+	}
+	cw.confirmedBy[sub] = true
+	if !cw.confirmed {
 		cw.confirmed = true
 		close(cw.ready)
 	}

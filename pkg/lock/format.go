@@ -20,6 +20,10 @@ const (
 	// randomBytes is the entropy of a lock value: 160 bits from crypto/rand,
 	// so a value cannot be guessed to impersonate its holder.
 	randomBytes = 20
+	// maxFence is the largest fencing token the scripts accept: Lua numbers
+	// are doubles, exact only up to 2^53 - 1. A counter started from the
+	// server's clock in microseconds (about 1.8e15 today) is far below it.
+	maxFence = 1<<53 - 1
 )
 
 // DefaultKey is the key of a DistributedLock whose spec.key is empty.

@@ -69,20 +69,20 @@ func inspectOn(ctx context.Context, c redis.Cmdable, key string) (Holding, error
 func (r *redlock) inspect(ctx context.Context, key string) (Holding, error) {
 	replies := fanOut(ctx, r, func(ctx context.Context, n *single) (Holding, error) { return n.inspect(ctx, key) })
 	votes := map[string]int{} // identity ("" = free) → nodes
-	var maxFence uint64
+	var highest uint64
 	for _, x := range replies {
 		if x.err == nil {
 			votes[x.v.Identity]++
-			maxFence = max(maxFence, x.v.Fence)
+			highest = max(highest, x.v.Fence)
 		}
 	}
 	for _, x := range replies {
 		if x.err == nil && votes[x.v.Identity] >= r.quorum {
 			h := x.v
-			h.Fence = maxFence
+			h.Fence = highest
 			return h, nil
 		}
 	}
 	_, _, qerr := tally(r, "inspect", replies, func(Holding) bool { return true })
-	return Holding{Key: key, Fence: maxFence}, qerr
+	return Holding{Key: key, Fence: highest}, qerr
 }

@@ -141,7 +141,14 @@ func (s *Lease) renew(ctx context.Context) error {
 
 // autoRenew is the watchdog: renew, then schedule the next renewal. Errors
 // are retried at the next tick; the local deadline ends the lease if they last.
+//
+// Lock order: the Locker's inflight read lock first, then s.mu — as in
+// Release. The renewal announces itself (s.renewing) only once it holds
+// inflight, so a Release that waits for an announced renewal never waits
+// for one that is itself queued behind Close's write lock.
 func (s *Lease) autoRenew() {
+	s.locker.inflight.RLock()
+	defer s.locker.inflight.RUnlock()
 	s.mu.Lock()
 	if s.err != nil {
 		s.mu.Unlock()
@@ -150,11 +157,10 @@ func (s *Lease) autoRenew() {
 	done := make(chan struct{})
 	s.renewing = done
 	s.mu.Unlock()
+	testHookRenewAnnounced()
 
 	ctx, cancel := context.WithDeadline(context.Background(), s.ValidUntil())
-	s.locker.inflight.RLock()
 	err := s.renew(ctx)
-	s.locker.inflight.RUnlock()
 	cancel()
 	if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrMaxHoldExceeded) {
 		s.locker.cfg.logger.Info("renewal failed; retrying until the local deadline", "key", s.key, "error", err.Error())

@@ -86,15 +86,16 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
 	return lease, err
 }
 
-func (l *Locker) acquire(ctx context.Context, key string) (*Lease, error) {
+func (l *Locker) acquire(ctx context.Context, key string) (lease *Lease, err error) {
 	var (
 		backoff = l.cfg.backoffMin
 		lastErr error
+		warned  bool
 	)
 	w, seen := l.events.join(key)
 	defer func() {
 		if w != nil {
-			l.events.done(w)
+			l.events.done(w, err != nil)
 		}
 	}()
 	if w != nil {
@@ -102,7 +103,7 @@ func (l *Locker) acquire(ctx context.Context, key string) (*Lease, error) {
 		// line. A release passes the lock down the line; if none comes
 		// within the backoff bound, try anyway.
 		lastErr = &NotAcquiredError{Key: key, Reason: "queued behind this process's waiters"}
-		if err := l.sleep(ctx, w.wake, l.cfg.backoffMax, lastErr); err != nil {
+		if err := l.sleep(ctx, w, l.cfg.backoffMax, lastErr); err != nil {
 			return nil, err
 		}
 	}
@@ -114,11 +115,21 @@ func (l *Locker) acquire(ctx context.Context, key string) (*Lease, error) {
 		var held *NotAcquiredError
 		var wait time.Duration
 		switch {
-		case errors.As(err, &held) && held.HolderTTL > 0:
+		case errors.As(err, &held) && held.HolderTTL >= 0:
+			w.spent() // someone else took the release this waiter was woken by
 			wait = held.HolderTTL + jitter(l.cfg.backoffMin)
 			backoff = l.cfg.backoffMin
 		case errors.As(err, &held):
-			wait = jitter(backoff) // no TTL to wait for: back off
+			// A key without TTL was not written by this library and may
+			// stay forever: back off instead of polling it, and say so.
+			w.spent()
+			if !warned {
+				warned = true
+				l.metrics.keysWithoutTTL.Inc()
+				l.cfg.logger.Info("lock key exists without a TTL (not set by redlease?); backing off until it is deleted", "key", key)
+			}
+			wait = jitter(backoff)
+			backoff = min(2*backoff, l.cfg.backoffMax)
 		case retryable(err):
 			wait = jitter(backoff)
 			backoff = min(2*backoff, l.cfg.backoffMax)
@@ -135,33 +146,45 @@ func (l *Locker) acquire(ctx context.Context, key string) (*Lease, error) {
 				return nil, err
 			}
 			if w.retry {
-				if err := l.sleep(ctx, w.ready, wait, lastErr); err != nil {
+				if _, err := l.sleepUntil(ctx, w.ready, wait, lastErr); err != nil {
 					return nil, err
 				}
 				continue
 			}
 		}
-		if err := l.sleep(ctx, w.wake, wait, lastErr); err != nil {
+		if err := l.sleep(ctx, w, wait, lastErr); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// sleep returns when wake fires, d passes, or with an error when ctx ends or
-// the Locker closes.
-func (l *Locker) sleep(ctx context.Context, wake <-chan struct{}, d time.Duration, lastErr error) error {
+// sleep waits for w's wake-up, d, or an error when ctx ends or the Locker
+// closes. A wake-up it takes is w's to use or to pass on (events.done).
+func (l *Locker) sleep(ctx context.Context, w *waiter, d time.Duration, lastErr error) error {
+	woken, err := l.sleepUntil(ctx, w.wake, d, lastErr)
+	if woken {
+		w.holdsWake = true
+		testHookWoken()
+	}
+	return err
+}
+
+// sleepUntil returns when wake fires (woken), d passes, or with an error
+// when ctx ends or the Locker closes.
+func (l *Locker) sleepUntil(ctx context.Context, wake <-chan struct{}, d time.Duration, lastErr error) (woken bool, err error) {
 	fired := make(chan struct{})
 	t := l.cfg.clock.AfterFunc(d, func() { close(fired) })
 	defer t.Stop()
 	select {
 	case <-wake:
+		return true, nil
 	case <-fired:
+		return false, nil
 	case <-l.closing:
-		return ErrClosed
+		return false, ErrClosed
 	case <-ctx.Done():
-		return fmt.Errorf("lock: waiting: %w", errors.Join(ctx.Err(), lastErr))
+		return false, fmt.Errorf("lock: waiting: %w", errors.Join(ctx.Err(), lastErr))
 	}
-	return nil
 }
 
 // try makes one acquisition attempt and, on success, starts the lease.

@@ -15,6 +15,7 @@ type metrics struct {
 	holdSeconds    prometheus.Histogram
 	renewals       *prometheus.CounterVec // result
 	lost           *prometheus.CounterVec // reason
+	keysWithoutTTL prometheus.Counter
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
@@ -41,6 +42,10 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Name: "redlease_lock_leases_lost_total",
 			Help: "Leases that ended without Release, by reason (deadline, not_owner, max_hold).",
 		}, []string{"reason"}),
+		keysWithoutTTL: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "redlease_lock_keys_without_ttl_total",
+			Help: "Acquire calls that found their key held without a TTL (not written by redlease): they back off until it is deleted.",
+		}),
 	}
 	if r == nil {
 		return m, nil
@@ -51,6 +56,7 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 	m.holdSeconds = register(r, m.holdSeconds, &err)
 	m.renewals = register(r, m.renewals, &err)
 	m.lost = register(r, m.lost, &err)
+	m.keysWithoutTTL = register(r, m.keysWithoutTTL, &err)
 	return m, err
 }
 

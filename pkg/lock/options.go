@@ -61,7 +61,9 @@ func defaultConfig() config {
 func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
 
 // WithRenewInterval sets the watchdog period. Default ttl/3
-// (DefaultRenewInterval); must be positive and shorter than the TTL.
+// (DefaultRenewInterval); must be positive and at most half of the validity
+// (ttl − drift)/2, so that a renewal sent one interval after the last one
+// has time to come back before the lease runs out.
 func WithRenewInterval(d time.Duration) Option { return func(c *config) { c.renewInterval = d } }
 
 // WithoutWatchdog turns automatic renewal off: a lease then ends at its
@@ -93,11 +95,18 @@ func WithRetryBackoff(min, max time.Duration) Option {
 	return func(c *config) { c.backoffMin, c.backoffMax = min, max }
 }
 
-// WithReplicaAck makes every acquisition wait, on the same connection, until
-// n replicas acknowledged it (Redis WAIT n timeout). Fewer acknowledgements
-// release the key and fail with ErrNotReplicated. This is what keeps a lease
-// (and its fence increment) through a failover to a replica. Default n=0: no
-// WAIT; timeout must be positive when n > 0.
+// WithReplicaAck makes every acquisition and every renewal wait until n
+// replicas acknowledged it (Redis WAIT n timeout, sent in one pipeline with
+// the write, on the same connection). An acquisition with fewer
+// acknowledgements is released and fails with ErrNotReplicated; a renewal
+// with fewer fails with ErrNotReplicated and does not move the lease's
+// local deadline, so ValidUntil never exceeds what the acknowledged
+// replicas hold. This is what keeps a lease (and its fence increment)
+// through a failover to an acknowledging replica — not through one to a
+// replica that did not acknowledge, nor through the loss of every replica
+// that did. Default n=0: no WAIT. timeout must be positive and shorter than
+// the client's ReadTimeout. Needs a *redis.Client (standalone or Sentinel
+// failover) or a *redis.ClusterClient.
 func WithReplicaAck(n int, timeout time.Duration) Option {
 	return func(c *config) { c.replicaAcks, c.replicaWait = n, timeout }
 }
@@ -134,6 +143,12 @@ func (c *config) validate() error {
 		return invalidConfig("drift factor %v is outside [0, 0.5)", c.driftFactor)
 	case c.drift() >= c.ttl:
 		return invalidConfig("ttl %v leaves no validity after the drift allowance %v", c.ttl, c.drift())
+	case 2*c.renewInterval > c.ttl-c.drift():
+		// The first renewal is sent one interval after the acquisition and
+		// must come back before the validity (ttl - drift) ends: at most
+		// half of it leaves a renewal round trip as much time as the wait.
+		return invalidConfig("renew interval %v leaves no room for a renewal: it must be at most (ttl %v - drift %v) / 2 = %v",
+			c.renewInterval, c.ttl, c.drift(), (c.ttl-c.drift())/2)
 	case c.maxHold != 0 && c.maxHold < c.ttl:
 		return invalidConfig("max hold %v is shorter than ttl %v", c.maxHold, c.ttl)
 	case c.backoffMin <= 0 || c.backoffMax < c.backoffMin:

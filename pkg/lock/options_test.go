@@ -15,6 +15,8 @@ func TestConstructorRefusesBadConfiguration(t *testing.T) {
 	// No I/O happens in New: the address need not exist.
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer client.Close()
+	slowReads := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: time.Second})
+	defer slowReads.Close()
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
 	defer ring.Close()
 
@@ -27,6 +29,9 @@ func TestConstructorRefusesBadConfiguration(t *testing.T) {
 		{"ttl too short", client, []lock.Option{lock.WithTTL(time.Millisecond)}},
 		{"renew interval equal to ttl", client, []lock.Option{lock.WithTTL(time.Second), lock.WithRenewInterval(time.Second)}},
 		{"negative renew interval", client, []lock.Option{lock.WithRenewInterval(-time.Second)}},
+		// ttl 100ms leaves 97ms of validity: a renewal every 99ms comes too late.
+		{"renew interval leaving no room for a renewal", client, []lock.Option{lock.WithTTL(100 * time.Millisecond), lock.WithRenewInterval(99 * time.Millisecond)}},
+		{"renew interval just above half the validity", client, []lock.Option{lock.WithTTL(100 * time.Millisecond), lock.WithRenewInterval(48*time.Millisecond + 600*time.Microsecond)}},
 		{"drift factor too large", client, []lock.Option{lock.WithDriftFactor(0.5)}},
 		{"negative drift factor", client, []lock.Option{lock.WithDriftFactor(-0.1)}},
 		{"max hold below ttl", client, []lock.Option{lock.WithTTL(time.Minute), lock.WithMaxHold(time.Second)}},
@@ -37,6 +42,7 @@ func TestConstructorRefusesBadConfiguration(t *testing.T) {
 		{"negative replica acks", client, []lock.Option{lock.WithReplicaAck(-1, time.Second)}},
 		{"replica acks without timeout", client, []lock.Option{lock.WithReplicaAck(1, 0)}},
 		{"replica acks on a ring", ring, []lock.Option{lock.WithReplicaAck(1, time.Second)}},
+		{"replica ack timeout not below the read timeout", slowReads, []lock.Option{lock.WithReplicaAck(1, time.Second)}},
 		{"nil clock", client, []lock.Option{lock.WithClock(nil)}},
 	}
 	for _, tt := range tests {

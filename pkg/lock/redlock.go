@@ -45,7 +45,31 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 		}
 		r.nodes = append(r.nodes, n)
 	}
+	if err := distinctNodes(r.nodes); err != nil {
+		return nil, err
+	}
 	return newLocker(cfg, r)
+}
+
+// distinctNodes refuses a client, or a server address, given twice: one
+// server counted as two votes lets a minority of real nodes win a quorum.
+// (Two names for one server are found only by the controller, which
+// compares run_ids.)
+func distinctNodes(nodes []*single) error {
+	seen := map[any]int{}
+	for i, n := range nodes {
+		ids := []any{n.client}
+		if _, ok := n.client.(*redis.Client); ok {
+			ids = append(ids, "addr "+n.addr())
+		}
+		for _, id := range ids {
+			if j, dup := seen[id]; dup {
+				return invalidConfig("Redlock nodes %d and %d are the same server (%s): each vote must come from an independent node", j, i, n.addr())
+			}
+			seen[id] = i
+		}
+	}
+	return nil
 }
 
 type redlock struct {
@@ -186,8 +210,16 @@ func (r *redlock) subscribers() []redis.UniversalClient {
 }
 
 func (r *redlock) close(ctx context.Context) {
+	waitGroup(ctx, &r.inflight)
+	for _, n := range r.nodes {
+		n.close(ctx)
+	}
+}
+
+// waitGroup waits for wg, or until ctx ends.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
 	done := make(chan struct{})
-	go func() { r.inflight.Wait(); close(done) }()
+	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():

@@ -52,24 +52,37 @@ func waitReachable(t *testing.T, client redis.UniversalClient) {
 }
 
 func TestNewRedlockRefusesBadNodeSets(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	defer c.Close()
+	// No I/O happens in NewRedlock: the addresses need not exist.
+	node := func(addr string) redis.UniversalClient {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a, b, c := node("127.0.0.1:1"), node("127.0.0.1:2"), node("127.0.0.1:3")
+	aAgain := node("127.0.0.1:1")
 	for _, tt := range []struct {
 		name    string
 		clients []redis.UniversalClient
 		opts    []lock.Option
 	}{
 		{"none", nil, nil},
-		{"one", []redis.UniversalClient{c}, nil},
-		{"even", []redis.UniversalClient{c, c, c, c}, nil},
-		{"nil node", []redis.UniversalClient{c, nil, c}, nil},
-		{"replica ack", []redis.UniversalClient{c, c, c}, []lock.Option{lock.WithReplicaAck(1, time.Second)}},
-		{"node timeout above ttl", []redis.UniversalClient{c, c, c}, []lock.Option{lock.WithTTL(time.Second), lock.WithNodeTimeout(2 * time.Second)}},
+		{"one", []redis.UniversalClient{a}, nil},
+		{"even", []redis.UniversalClient{a, b, c, node("127.0.0.1:4")}, nil},
+		{"nil node", []redis.UniversalClient{a, nil, c}, nil},
+		{"the same client twice", []redis.UniversalClient{a, b, a}, nil},
+		{"the same address twice", []redis.UniversalClient{a, b, aAgain}, nil},
+		{"replica ack", []redis.UniversalClient{a, b, c}, []lock.Option{lock.WithReplicaAck(1, time.Second)}},
+		{"node timeout above ttl", []redis.UniversalClient{a, b, c}, []lock.Option{lock.WithTTL(time.Second), lock.WithNodeTimeout(2 * time.Second)}},
 	} {
 		if _, err := lock.NewRedlock(tt.clients, tt.opts...); !errors.Is(err, lock.ErrInvalidConfig) {
 			t.Errorf("%s: NewRedlock = %v, want ErrInvalidConfig", tt.name, err)
 		}
 	}
+	l, err := lock.NewRedlock([]redis.UniversalClient{a, b, c})
+	if err != nil {
+		t.Fatalf("three distinct nodes: %v", err)
+	}
+	l.Close()
 }
 
 // Over 5 nodes a lease is acquired if and only if at least 3 nodes are up:

@@ -47,3 +47,61 @@ func TestReplicaAckWithAReplicaSucceeds(t *testing.T) {
 		t.Fatalf("replica's fence counter = %d (%v), want %d", fence, err, lease.Fence())
 	}
 }
+
+// A renewal under WithReplicaAck counts only once replicas acknowledged it.
+// Reproduced before: the acquisition is replicated, the replica is cut off
+// halfway through the TTL, the renewal succeeds on the master alone and
+// extends the local deadline; the master dies, the replica is promoted
+// with the old expiry, and a second holder takes the lock while the first
+// still believes it holds it. Now the unacknowledged renewal fails with
+// ErrNotReplicated, the deadline stays where the replica's copy expires,
+// and the first lease ends before the second begins.
+func TestRenewalUnderReplicaAckNeverOutlivesTheReplica(t *testing.T) {
+	g := redistest.StartReplicated(t, 1)
+	ctx := ctxTimeout(t, 30*time.Second)
+	const ttl = 3 * time.Second
+	a := lockerOnDoomedMaster(t, g.Master.Client(t), lock.WithTTL(ttl), lock.WithReplicaAck(1, 200*time.Millisecond), lock.WithoutWatchdog())
+	first, err := a.TryAcquire(ctx, "renewed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquiredUntil := first.ValidUntil()
+	time.Sleep(ttl / 2)
+	isolateReplica(t, g)
+	if err := first.Renew(ctx); !errors.Is(err, lock.ErrNotReplicated) {
+		t.Fatalf("Renew with the replica cut off = %v, want ErrNotReplicated", err)
+	}
+	if got := first.ValidUntil(); got.After(acquiredUntil) {
+		t.Fatalf("an unacknowledged renewal moved the local deadline by %v", got.Sub(acquiredUntil))
+	}
+	failOver(t, g)
+	b := newLocker(t, g.Replicas[0].Client(t), lock.WithTTL(ttl))
+	second, err := b.Acquire(ctx, "renewed") // waits out the replica's copy
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Release(ctx)
+	if err := first.Err(); err == nil {
+		t.Fatalf("two holders: the first lease is still valid for %v after the promoted replica handed the lock out again", time.Until(first.ValidUntil()))
+	}
+}
+
+// With the replica attached, a renewal is acknowledged and extends the
+// lease as usual, on the watchdog too.
+func TestRenewalUnderReplicaAckExtendsWhenAcknowledged(t *testing.T) {
+	g := redistest.StartReplicated(t, 1)
+	ctx := ctxTimeout(t, 30*time.Second)
+	l := newLocker(t, g.Master.Client(t), lock.WithTTL(600*time.Millisecond), lock.WithReplicaAck(1, time.Second))
+	lease, err := l.TryAcquire(ctx, "watched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(ctx)
+	time.Sleep(2 * time.Second) // three TTLs: only acknowledged renewals keep it
+	if err := lease.Err(); err != nil {
+		t.Fatalf("lease lost with a healthy replica: %v", err)
+	}
+	if pttl := g.Replicas[0].Client(t).PTTL(ctx, "watched").Val(); pttl <= 0 {
+		t.Fatalf("the replica's copy has PTTL %v: renewals did not reach it", pttl)
+	}
+}

@@ -2,8 +2,10 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,6 +19,14 @@ type single struct {
 	fencing    bool
 	acks       int
 	ackTimeout time.Duration
+	// giveBackTimeout bounds the release of an acquisition that will not
+	// be used (a failed WAIT, an attempt whose outcome is unknown).
+	giveBackTimeout time.Duration
+
+	// givingBack tracks background give-backs; stop cancels them on close.
+	givingBack sync.WaitGroup
+	stopCtx    context.Context
+	stop       context.CancelFunc
 }
 
 func newSingle(client redis.UniversalClient, c *config) (*single, error) {
@@ -24,13 +34,33 @@ func newSingle(client redis.UniversalClient, c *config) (*single, error) {
 		return nil, invalidConfig("nil redis client")
 	}
 	if c.replicaAcks > 0 {
-		switch client.(type) {
-		case *redis.Client, *redis.ClusterClient:
-		default:
-			return nil, invalidConfig("WithReplicaAck needs a *redis.Client or *redis.ClusterClient, got %T", client)
+		if err := checkAckTimeout(client, c.replicaWait); err != nil {
+			return nil, err
 		}
 	}
-	return &single{client: client, identity: c.identity, fencing: c.fencing, acks: c.replicaAcks, ackTimeout: c.replicaWait}, nil
+	stopCtx, stop := context.WithCancel(context.Background())
+	return &single{client: client, identity: c.identity, fencing: c.fencing, acks: c.replicaAcks, ackTimeout: c.replicaWait,
+		giveBackTimeout: min(c.ttl, c.closeTimeout), stopCtx: stopCtx, stop: stop}, nil
+}
+
+// checkAckTimeout refuses a client WAIT cannot run on, or a WAIT timeout
+// the client's read timeout would cut short: WAIT is read in a pipeline,
+// bounded by the client's ReadTimeout (as resolved by go-redis: 0 or
+// negative means none).
+func checkAckTimeout(client redis.UniversalClient, timeout time.Duration) error {
+	var read time.Duration
+	switch c := client.(type) {
+	case *redis.Client:
+		read = c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		read = c.Options().ReadTimeout
+	default:
+		return invalidConfig("WithReplicaAck needs a *redis.Client or *redis.ClusterClient, got %T", client)
+	}
+	if read > 0 && timeout >= read {
+		return invalidConfig("WithReplicaAck timeout %v must be shorter than the client's ReadTimeout %v", timeout, read)
+	}
+	return nil
 }
 
 // addr names the server in errors.
@@ -46,76 +76,172 @@ func (s *single) addr() string {
 
 func (s *single) subscribers() []redis.UniversalClient { return []redis.UniversalClient{s.client} }
 
-func (s *single) close(context.Context) {}
+// close waits (bounded by ctx) for background give-backs, then cancels
+// those still running.
+func (s *single) close(ctx context.Context) {
+	waitGroup(ctx, &s.givingBack)
+	s.stop()
+}
 
 func (s *single) acquire(ctx context.Context, key, value string, ttl time.Duration) (attempt, error) {
-	if s.acks == 0 {
-		return s.runAcquire(ctx, s.client, key, value, ttl)
-	}
-	// WAIT counts the replication of this connection's writes, so the
-	// acquisition and the WAIT must share one connection.
-	conn, err := s.stickyConn(ctx, key)
-	if err != nil {
-		return attempt{}, err
-	}
-	defer conn.Close()
-	a, err := s.runAcquire(ctx, conn, key, value, ttl)
-	if err != nil || !a.acquired {
-		return a, err
-	}
-	acked, err := conn.Wait(ctx, s.acks, s.ackTimeout).Result()
-	if err == nil && acked >= int64(s.acks) {
-		return a, nil
-	}
-	if _, rerr := runRelease(ctx, conn, key, value); rerr != nil {
-		return attempt{}, fmt.Errorf("lock: releasing unreplicated %q: %w", key, rerr)
-	}
-	if err != nil {
-		return attempt{}, fmt.Errorf("%w: WAIT on %q: %w", ErrNotReplicated, key, err)
-	}
-	return attempt{}, fmt.Errorf("%w: %d of %d replicas acknowledged %q within %v", ErrNotReplicated, acked, s.acks, key, s.ackTimeout)
-}
-
-// stickyConn returns a dedicated connection to the master that owns key.
-func (s *single) stickyConn(ctx context.Context, key string) (*redis.Conn, error) {
-	switch c := s.client.(type) {
-	case *redis.Client:
-		return c.Conn(), nil
-	case *redis.ClusterClient:
-		master, err := c.MasterForKey(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("lock: finding the master of %q: %w", key, err)
-		}
-		return master.Conn(), nil
-	}
-	return nil, invalidConfig("WithReplicaAck needs a *redis.Client or *redis.ClusterClient, got %T", s.client)
-}
-
-func (s *single) runAcquire(ctx context.Context, c redis.Scripter, key, value string, ttl time.Duration) (attempt, error) {
 	fencing := "0"
 	if s.fencing {
 		fencing = "1"
 	}
-	res, err := acquireScript.Run(ctx, c, []string{key, FenceKey(key), EventsChannel(key)},
-		value, ttlMillis(ttl), fencing, s.identity).Int64Slice()
+	cmd, wait := s.eval(ctx, key, acquireScript, []string{key, FenceKey(key), EventsChannel(key)},
+		value, ttlMillis(ttl), fencing, s.identity)
+	a, err := parseAttempt(key, cmd)
 	if err != nil {
+		if ambiguous(err) {
+			// The script may have run (a timeout after sending, a
+			// connection lost before the reply): the key could appear
+			// later, held by nobody, and block everyone, this caller
+			// included, for a TTL.
+			s.giveBackAsync(key, value)
+		}
+		return attempt{}, err
+	}
+	if !a.acquired {
+		return a, nil
+	}
+	if err := s.acked(key, wait); err != nil {
+		// Acquired on the master only: give it back now, on a fresh
+		// context (the caller's may be spent by the WAIT).
+		s.giveBack(key, value)
+		return attempt{}, err
+	}
+	return a, nil
+}
+
+func parseAttempt(key string, cmd *redis.Cmd) (attempt, error) {
+	res, err := cmd.Int64Slice()
+	switch {
+	case err != nil:
 		return attempt{}, fmt.Errorf("lock: acquire %q: %w", key, err)
-	}
-	if len(res) != 2 {
+	case len(res) != 2:
 		return attempt{}, fmt.Errorf("lock: acquire %q: unexpected reply %v", key, res)
-	}
-	if res[0] == 1 {
+	case res[0] == 1:
 		return attempt{acquired: true, fence: uint64(res[1])}, nil
 	}
 	return attempt{holderTTL: time.Duration(res[1]) * time.Millisecond}, nil
 }
 
+// eval runs script on key's server. Under WithReplicaAck, WAIT follows it
+// in one pipeline — one round trip on one connection, which WAIT needs: it
+// counts the replication of the writes of the connection it is sent on.
+// wait is nil without WithReplicaAck; read it only when the script wrote.
+func (s *single) eval(ctx context.Context, key string, script *redis.Script, keys []string, args ...any) (cmd, wait *redis.Cmd) {
+	if s.acks == 0 {
+		return script.Run(ctx, s.client, keys, args...), nil
+	}
+	node, err := s.master(ctx, key)
+	if err != nil {
+		return redis.NewCmdResult(nil, err), nil
+	}
+	withWait := func(eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd) {
+		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			cmd = eval(ctx, p, keys, args...)
+			wait = p.Do(ctx, "wait", s.acks, s.ackTimeout.Milliseconds())
+			return nil
+		})
+	}
+	withWait(script.EvalSha)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") { // first use on this server: the script did not run
+		withWait(script.Eval)
+	}
+	return cmd, wait
+}
+
+// acked turns WAIT's answer into nil, or ErrNotReplicated when fewer
+// replicas than WithReplicaAck asks for acknowledged the write.
+func (s *single) acked(key string, wait *redis.Cmd) error {
+	if wait == nil {
+		return nil
+	}
+	acked, err := wait.Int64()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: WAIT on %q: %w", ErrNotReplicated, key, err)
+	case acked < int64(s.acks):
+		return fmt.Errorf("%w: %d of %d replicas acknowledged %q within %v", ErrNotReplicated, acked, s.acks, key, s.ackTimeout)
+	}
+	return nil
+}
+
+// master returns the client of the server that owns key: the client itself,
+// or on Cluster the client of the key's master.
+func (s *single) master(ctx context.Context, key string) (*redis.Client, error) {
+	switch c := s.client.(type) {
+	case *redis.Client:
+		return c, nil
+	case *redis.ClusterClient:
+		m, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("lock: finding the master of %q: %w", key, err)
+		}
+		return m, nil
+	}
+	return nil, invalidConfig("WithReplicaAck needs a *redis.Client or *redis.ClusterClient, got %T", s.client)
+}
+
+// giveBack releases an acquisition that will not be used, within
+// giveBackTimeout, whatever the caller's context.
+func (s *single) giveBack(key, value string) {
+	ctx, cancel := context.WithTimeout(s.stopCtx, s.giveBackTimeout)
+	defer cancel()
+	_, _ = runRelease(ctx, s.client, key, value) // best effort: the key expires with its TTL anyway
+}
+
+// giveBackAsync gives back an attempt whose outcome is unknown, without
+// making the caller wait: the server that did not answer may still be
+// stalled. It first waits for the server to answer a PING: a server
+// replies only after it handled every request that was ready before, so
+// the attempt, if it is still to run, has run when the release arrives.
+func (s *single) giveBackAsync(key, value string) {
+	s.givingBack.Go(func() {
+		ctx, cancel := context.WithTimeout(s.stopCtx, s.giveBackTimeout)
+		defer cancel()
+		if err := s.ping(ctx, key); err != nil {
+			return // still unreachable: the key, if set, expires with its TTL
+		}
+		_, _ = runRelease(ctx, s.client, key, value)
+	})
+}
+
+// ping checks that the server owning key answers.
+func (s *single) ping(ctx context.Context, key string) error {
+	if _, ok := s.client.(*redis.ClusterClient); !ok {
+		return s.client.Ping(ctx).Err()
+	}
+	m, err := s.master(ctx, key)
+	if err != nil {
+		return err
+	}
+	return m.Ping(ctx).Err()
+}
+
+// ambiguous reports whether a failed request may nevertheless have been
+// executed: anything but an error reply from the server (a timeout, a
+// connection lost after sending, a cancelled context).
+func ambiguous(err error) bool {
+	var reply redis.Error
+	return !errors.As(err, &reply)
+}
+
+// renew extends the key if it is still ours. Under WithReplicaAck the
+// extension counts only once replicas acknowledged it (ErrNotReplicated
+// otherwise): a replica promoted after an unacknowledged renewal may hold
+// the key only as long as the previous acknowledged TTL.
 func (s *single) renew(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	n, err := renewScript.Run(ctx, s.client, []string{key}, value, ttlMillis(ttl)).Int64()
+	cmd, wait := s.eval(ctx, key, renewScript, []string{key}, value, ttlMillis(ttl))
+	n, err := cmd.Int64()
 	if err != nil {
 		return false, fmt.Errorf("lock: renew %q: %w", key, err)
 	}
-	return n == 1, nil
+	if n != 1 {
+		return false, nil
+	}
+	return true, s.acked(key, wait)
 }
 
 func (s *single) release(ctx context.Context, key, value string) (bool, error) {
@@ -144,6 +270,9 @@ func (s *single) raiseFence(ctx context.Context, key string, fence uint64) (bool
 // it was raised. It never lowers a counter. The controller uses it to keep
 // the counter above the highest fence it has seen.
 func RaiseFence(ctx context.Context, c redis.Scripter, key string, fence uint64) (bool, error) {
+	if fence > maxFence {
+		return false, invalidConfig("fence %d is above 2^53-1: Lua numbers could not hold it exactly", fence)
+	}
 	n, err := raiseFenceScript.Run(ctx, c, []string{FenceKey(key)}, strconv.FormatUint(fence, 10)).Int()
 	if err != nil {
 		return false, fmt.Errorf("lock: raising the fence of %q: %w", key, err)
