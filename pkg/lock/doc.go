@@ -16,21 +16,46 @@
 //
 // # What a lease guarantees
 //
+// Each statement names the test, against a real redis-server, that shows it.
+//
 //   - While Err() is nil and ValidUntil has not passed, no other holder of
 //     this library holds the key on that Redis — provided Redis kept the key
-//     (see below) and clocks drift less than the drift allowance.
+//     (see below) and clocks drift less than the drift allowance
+//     (TestNoLostUpdateUnderContention, TestLateReleaseDoesNotDeleteTheSuccessorsKey).
+//   - Acquisition is one script: SET NX PX, the fence increment and the
+//     "acquired" message are atomic against every other client, so a key
+//     never exists without its TTL (TestLockKeyNeverExistsWithoutTTL). Redis
+//     does not roll a failed script back; the script checks the fence
+//     counter before using it and deletes its own SET on any later error,
+//     so a failed attempt leaves no key behind (TestFailedAcquireLeavesNoKey).
+//     An attempt whose reply was lost (timeout, broken connection) may still
+//     run on the server: the Locker releases its value in the background
+//     (TestTimedOutAttemptIsGivenBack).
 //   - ValidUntil is measured on this process's monotonic clock from before
 //     the acquiring (or renewing) request was sent, minus a drift allowance,
-//     so it passes no later than the key expires in Redis. When it passes
-//     without a successful renewal, Done closes and Context is cancelled,
-//     even if Redis never answers: a paused or partitioned holder stops
-//     believing it holds the lock before anyone else can take it.
+//     so it passes no later than the key expires in Redis
+//     (TestAReplyReadAfterThePauseIsNotALease). When it passes without a
+//     successful renewal, Done closes and Context is cancelled, even if
+//     Redis never answers: a paused or partitioned holder stops believing it
+//     holds the lock before anyone else can take it
+//     (TestLocalDeadlineEndsTheLeaseWhileRedisIsPaused, TestErrChecksTheDeadlineItself).
+//   - Release and renewal are compare-and-delete and compare-and-PEXPIRE:
+//     they never touch a successor's key and never re-create an expired one
+//     (TestLateReleaseDoesNotDeleteTheSuccessorsKey,
+//     TestRenewalOfAnExpiredKeyFailsAndDoesNotRecreateIt).
 //   - Fence() is greater than every fence handed out for the key before, as
 //     long as the counter survives or the server's clock did not go back (a
 //     lost counter restarts from the server's TIME in microseconds, which
 //     exceeds every earlier token unless more than a million acquisitions a
-//     second were made). Downstream stores that refuse smaller tokens
-//     (package fence) turn this into protection against late writes.
+//     second were made) (TestFencesStrictlyIncreaseAcrossCompetingClients,
+//     TestFenceStaysAboveEarlierTokensAfterTheCounterIsLost). Tokens stay
+//     below 2^53, where Lua's numbers are exact
+//     (TestRaiseFenceRefusesInexactFloors). Downstream stores that refuse
+//     smaller tokens (package fence) turn this into protection against late
+//     writes.
+//   - With WithReplicaAck, an acquisition or renewal counts only once the
+//     replicas acknowledged it, so ValidUntil never exceeds what they hold
+//     (TestFailoverBeforeReplication, TestRenewalUnderReplicaAckNeverOutlivesTheReplica).
 //
 // # What it does not guarantee
 //
@@ -38,13 +63,19 @@
 //     the TTL (GC, SIGSTOP, a slow disk) resumes believing nothing and may
 //     still issue a write it prepared earlier; only a fenced store refuses it.
 //     Check Done, or pass Context, before every effect.
+//   - The monotonic clock stops while the machine (VM or host) is
+//     suspended. A holder whose machine was suspended past the TTL resumes
+//     believing its lease is still valid until its timers catch up; only
+//     fencing protects the writes it makes then.
 //   - The watchdog proves the process is alive, not that its work advances:
-//     cap leases with WithMaxHold.
+//     cap leases with WithMaxHold (TestMaxHoldEndsALeaseThatTheWatchdogWouldKeep).
 //   - Redis replication is asynchronous. A master that acknowledges an
 //     acquisition and dies before replicating it can be replaced by a replica
-//     without the key: two holders. WithReplicaAck (WAIT) narrows this to
-//     failures of the replicas that acknowledged; fences may repeat across
-//     such a failover without it.
+//     without the key: two holders, and a fence handed out again (both shown
+//     by TestFailoverBeforeReplication and TestFencesAcrossFailover).
+//     WithReplicaAck (WAIT) narrows this to failovers to a replica that did
+//     not acknowledge, or to the loss of every replica that did; it does not
+//     make Redis strongly consistent.
 //   - Redis must keep lock keys: a maxmemory-policy other than noeviction can
 //     evict them, and a restart without persistence forgets them.
 //   - Anyone who can run commands on the Redis server can break any lock:
