@@ -64,8 +64,15 @@
 //     acquisition and dies before a replica has it can be replaced by a
 //     replica without the key, and a second candidate becomes leader while
 //     the first still leads (its fence may even repeat). Config.LockOptions
-//     can carry lock.WithReplicaAck to make an acquisition count only once
-//     replicas have it.
+//     can carry lock.WithReplicaAck to make the acquisition and every
+//     renewal count only once replicas acknowledged them: leadership then
+//     ends when renewals stop reaching the replicas
+//     (TestLeaderUnderReplicaAckStepsDownWhenRenewalsAreNotReplicated), but
+//     a failover to a replica that never acknowledged still loses the key.
+//   - The leader's deadline runs on the monotonic clock, which stops while
+//     the machine (VM or host) is suspended: a leader suspended past its TTL
+//     resumes believing it leads until its timers catch up. Only the fence
+//     protects the writes it makes then.
 //   - OnNewLeader reports what this candidate observed, in the order it
 //     observed it. It can lag, and can miss a leader whose whole term fell
 //     between two observations (for example during a reconnect). Use it for
