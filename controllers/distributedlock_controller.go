@@ -174,6 +174,10 @@ func (r *DistributedLockReconciler) Reconcile(ctx context.Context, req reconcile
 		rd.fail(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("spec.key cannot be used: %v", verr))
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("DistributedLock %s: %w", req.NamespacedName, verr))
 	}
+	if msg := specProblem(&dl.Spec); msg != "" {
+		rd.fail(v1alpha1.ReasonInvalidSpec, msg)
+		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("DistributedLock %s: %s", req.NamespacedName, msg))
+	}
 
 	pctx, cancel := context.WithTimeout(ctx, r.opts.ProbeTimeout)
 	defer cancel()

@@ -58,6 +58,8 @@ type harnessOptions struct {
 	dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 	// concurrency is MaxConcurrentReconciles (default 2).
 	concurrency int
+	// env is the API server (default: the package's shared one).
+	env *kubetest.Env
 }
 
 // harness is a manager running the DistributedLock controller in-process
@@ -77,7 +79,10 @@ type harness struct {
 
 func newHarness(t testing.TB, o harnessOptions) *harness {
 	t.Helper()
-	env := kubetest.Shared(t)
+	env := o.env
+	if env == nil {
+		env = kubetest.Shared(t)
+	}
 	h := &harness{
 		t: t, env: env, ns: env.Namespace(t), c: env.Client,
 		logs:       newLogSink(),

@@ -10,15 +10,16 @@ import (
 	"github.com/redlease/redlease/internal/redisprobe"
 )
 
-// redlockQuorum is the number of nodes a Redlock lease needs: nodes/2+1 of
-// the declared nodes (with a Service) or of the addresses, however many
-// answer.
-func redlockQuorum(dl *v1alpha1.DistributedLock) int32 {
-	n := int32(len(dl.Spec.Redis.Addresses))
-	if dl.Spec.Redis.Service != nil {
-		n = dl.Spec.Redis.Nodes
+// redlockQuorum is the number of nodes a Redlock lease needs: a majority,
+// len/2+1, of the spec's addresses, however many of them answer (an
+// unreachable node is a failed vote, never a smaller quorum). It is 0 for a
+// spec without a usable node list (see specProblem), which has no quorum.
+func redlockQuorum(r *v1alpha1.RedisSpec) int32 {
+	n := len(r.Addresses)
+	if r.Service != nil || n < 3 || n%2 == 0 {
+		return 0
 	}
-	return n/2 + 1
+	return int32(n/2 + 1)
 }
 
 // checkRedlock counts the independent reachable nodes: addresses that reach
@@ -27,7 +28,7 @@ func redlockQuorum(dl *v1alpha1.DistributedLock) int32 {
 // nodes make QuorumAvailable False with NodesNotIndependent: a majority of
 // them can be lost at once, which is Redlock's whole premise.
 func (r *DistributedLockReconciler) checkRedlock(rd *round) {
-	rd.quorumN = redlockQuorum(rd.dl)
+	rd.quorumN = redlockQuorum(&rd.dl.Spec.Redis)
 	groups, notes := independentGroups(rd.endpoints)
 	independent := 0
 	for _, g := range groups {

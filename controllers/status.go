@@ -24,7 +24,7 @@ func (r *DistributedLockReconciler) setStatus(rd *round) {
 	st.Master = rd.masterAddr
 	st.Quorum = 0
 	if mode == v1alpha1.RedisModeRedlock {
-		st.Quorum = redlockQuorum(dl)
+		st.Quorum = redlockQuorum(&dl.Spec.Redis)
 	}
 	if rd.holderRead {
 		st.Holder = rd.holder

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,22 +73,53 @@ func TestGuardRegistry(t *testing.T) {
 	}
 }
 
+// TestRedlockQuorumOf: the quorum is a majority of the spec's addresses,
+// never of what a Service happens to have ready.
 func TestRedlockQuorumOf(t *testing.T) {
+	svc := &v1alpha1.ServiceReference{Name: "redlock", Port: 6379}
 	for _, c := range []struct {
-		addrs []string
-		nodes int32
+		name  string
+		redis v1alpha1.RedisSpec
 		want  int32
 	}{
-		{addrs: []string{"a:1", "b:1", "c:1"}, want: 2},
-		{addrs: []string{"a:1", "b:1", "c:1", "d:1", "e:1"}, want: 3},
-		{nodes: 7, want: 4},
+		{"three addresses", v1alpha1.RedisSpec{Addresses: []string{"a:1", "b:1", "c:1"}}, 2},
+		{"five addresses", v1alpha1.RedisSpec{Addresses: []string{"a:1", "b:1", "c:1", "d:1", "e:1"}}, 3},
+		{"seven addresses", v1alpha1.RedisSpec{Addresses: []string{"a:1", "b:1", "c:1", "d:1", "e:1", "f:1", "g:1"}}, 4},
+		{"a service (stored before the rule)", v1alpha1.RedisSpec{Service: svc}, 0},
+		{"four addresses (stored before the rule)", v1alpha1.RedisSpec{Addresses: []string{"a:1", "b:1", "c:1", "d:1"}}, 0},
+		{"one address", v1alpha1.RedisSpec{Addresses: []string{"a:1"}}, 0},
+		{"none", v1alpha1.RedisSpec{}, 0},
 	} {
-		dl := &v1alpha1.DistributedLock{Spec: v1alpha1.DistributedLockSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeRedlock, Addresses: c.addrs, Nodes: c.nodes}}}
-		if c.nodes > 0 {
-			dl.Spec.Redis.Service = &v1alpha1.ServiceReference{Name: "redlock", Port: 6379}
+		c.redis.Mode = v1alpha1.RedisModeRedlock
+		if got := redlockQuorum(&c.redis); got != c.want {
+			t.Errorf("%s: quorum = %d, want %d", c.name, got, c.want)
 		}
-		if got := redlockQuorum(dl); got != c.want {
-			t.Errorf("quorum of %v/%d = %d, want %d", c.addrs, c.nodes, got, c.want)
+	}
+}
+
+// TestSpecProblem: specs the CRD refuses today but an older CRD stored are
+// InvalidSpec, with a message that says what to do.
+func TestSpecProblem(t *testing.T) {
+	three := []string{"a:1", "b:1", "c:1"}
+	svc := &v1alpha1.ServiceReference{Name: "redlock", Port: 6379}
+	for _, c := range []struct {
+		name string
+		spec v1alpha1.DistributedLockSpec
+		want string // a substring of the problem; "" for none
+	}{
+		{"standalone", v1alpha1.DistributedLockSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"a:1"}}}, ""},
+		{"standalone through a service", v1alpha1.DistributedLockSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Service: svc}}, ""},
+		{"redlock on three addresses", v1alpha1.DistributedLockSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeRedlock, Addresses: three}}, ""},
+		{"redlock through a service", v1alpha1.DistributedLockSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeRedlock, Service: svc}},
+			"spec.redis.service: Redlock needs an explicit, odd list of ≥ 3 stable addresses"},
+		{"redlock on four addresses", v1alpha1.DistributedLockSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeRedlock, Addresses: append(three, "d:1")}},
+			"Redlock needs an odd number (3, 5, 7...) of independent nodes, found 4"},
+		{"redlock without addresses", v1alpha1.DistributedLockSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeRedlock}},
+			"found 0"},
+	} {
+		got := specProblem(&c.spec)
+		if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: specProblem = %q, want %q", c.name, got, c.want)
 		}
 	}
 }

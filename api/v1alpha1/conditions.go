@@ -165,8 +165,10 @@ const (
 	// re-created lock keeps increasing fences), replica settings stay.
 	ReasonDeleted = "Deleted"
 
-	// ReasonInvalidSpec (Ready False): the API server accepted the resource
-	// but the controller cannot use it (e.g. a key the lock library
-	// refuses); only a spec change helps.
+	// ReasonInvalidSpec (Ready False): the API server holds the resource
+	// but the controller cannot use it: a key the lock library refuses, or
+	// an object stored before a CRD rule it breaks was added (Redlock
+	// through a Service). Only a spec change helps, or for immutable fields
+	// deleting and re-creating the lock.
 	ReasonInvalidSpec = "InvalidSpec"
 )

@@ -115,7 +115,7 @@ type DistributedLockSpec struct {
 // RedisSpec says where the Redis servers of a lock are and how to connect.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.addresses) && has(self.service))",message="set either addresses or service, not both"
-// +kubebuilder:validation:XValidation:rule="self.mode == 'Sentinel' || has(self.addresses) || has(self.service)",reason="FieldValueRequired",message="set addresses or service to say where the Redis servers are"
+// +kubebuilder:validation:XValidation:rule="self.mode in ['Sentinel', 'Redlock'] || has(self.addresses) || has(self.service)",reason="FieldValueRequired",message="set addresses or service to say where the Redis servers are"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Sentinel' || (!has(self.addresses) && !has(self.service))",reason="FieldValueForbidden",message="in Sentinel mode the servers are found through the sentinels: set sentinel.addresses, not addresses or service"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Sentinel' || has(self.sentinel)",fieldPath=".sentinel",reason="FieldValueRequired",message="Sentinel mode needs sentinel.masterName and sentinel.addresses"
 // +kubebuilder:validation:XValidation:rule="self.mode == 'Sentinel' || !has(self.sentinel)",fieldPath=".sentinel",reason="FieldValueForbidden",message="is only used in Sentinel mode"
@@ -123,8 +123,8 @@ type DistributedLockSpec struct {
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Replicated' || !has(self.addresses) || size(self.addresses) >= 1",fieldPath=".addresses",message="Replicated mode needs at least one address (the master and its replicas)"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Cluster' || !has(self.addresses) || size(self.addresses) >= 1",fieldPath=".addresses",message="Cluster mode needs at least one seed address (any node of the cluster)"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Redlock' || !has(self.addresses) || (size(self.addresses) >= 3 && size(self.addresses) % 2 == 1)",fieldPath=".addresses",message="Redlock needs an odd number (3, 5, 7...) of independent nodes"
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Redlock' || !has(self.service) || (has(self.nodes) && self.nodes >= 3 && self.nodes % 2 == 1)",fieldPath=".nodes",reason="FieldValueRequired",message="Redlock with a service needs nodes, the declared odd number (3, 5, 7...) of independent nodes behind it; the quorum is nodes/2+1"
-// +kubebuilder:validation:XValidation:rule="!has(self.nodes) || (self.mode == 'Redlock' && has(self.service))",fieldPath=".nodes",reason="FieldValueForbidden",message="is only used by Redlock mode with a service (with addresses, the number of nodes is the number of addresses)"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Redlock' || !has(self.service)",fieldPath=".service",reason="FieldValueForbidden",message="Redlock needs an explicit, odd list of ≥ 3 stable addresses (e.g. StatefulSet DNS names): a Service's endpoints change with pod IPs, so membership and quorum would change too"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Redlock' || has(self.service) || has(self.addresses)",fieldPath=".addresses",reason="FieldValueRequired",message="Redlock needs an explicit, odd list of ≥ 3 stable addresses (e.g. StatefulSet DNS names), one per independent node; the quorum is len/2+1"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Cluster' || !has(self.db) || self.db == 0",fieldPath=".db",message="Redis Cluster has only database 0"
 // +kubebuilder:validation:XValidation:rule="!has(self.username) || has(self.passwordSecretRef)",fieldPath=".passwordSecretRef",reason="FieldValueRequired",message="username needs passwordSecretRef: Redis AUTH takes a username with a password"
 type RedisSpec struct {
@@ -133,8 +133,10 @@ type RedisSpec struct {
 	//   - Replicated: addresses of the master and its replicas, or a service.
 	//   - Sentinel: sentinel only (addresses and service must not be set).
 	//   - Cluster: one or more seed addresses, or a service.
-	//   - Redlock: an odd number (3, 5, 7...) of addresses, or a service with
-	//     nodes, the declared odd number of independent nodes.
+	//   - Redlock: an odd number (3, 5, 7...) of addresses, one per
+	//     independent node, that stay the same for the lock's life (e.g.
+	//     StatefulSet DNS names); never a service, whose endpoints change
+	//     with pod IPs. The quorum is len(addresses)/2+1.
 	// +required
 	Mode RedisMode `json:"mode"`
 
@@ -150,17 +152,9 @@ type RedisSpec struct {
 
 	// service names a Service in this resource's namespace; the controller
 	// resolves its ready endpoints through EndpointSlices. Exclusive with
-	// addresses.
+	// addresses. Not for Redlock, whose nodes must be explicit addresses.
 	// +optional
 	Service *ServiceReference `json:"service,omitempty"`
-
-	// nodes is the number of independent Redlock nodes behind service (odd,
-	// 3 or more). The quorum is nodes/2+1 however many endpoints are ready,
-	// so a shrinking Service cannot lower it. Only for Redlock with service.
-	// +optional
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=63
-	Nodes int32 `json:"nodes,omitempty"`
 
 	// sentinel locates the master through Redis Sentinel. Sentinel mode only.
 	// +optional
@@ -443,7 +437,8 @@ type DistributedLockStatus struct {
 	// +kubebuilder:validation:MaxLength=512
 	Master string `json:"master,omitempty"`
 
-	// quorum is the number of nodes a Redlock lease needs (nodes/2+1).
+	// quorum is the number of nodes a Redlock lease needs: a majority,
+	// len(spec.redis.addresses)/2+1, however many of them answer.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Quorum int32 `json:"quorum,omitempty"`

@@ -114,16 +114,14 @@ func TestInvalidRefused(t *testing.T) {
 			"spec.redis.addresses", "Redlock needs an odd number (3, 5, 7...) of independent nodes"},
 		{"redlock with one address twice", obj{"redis": obj{"mode": "Redlock", "addresses": list("r-0:6379", "r-0:6379", "r-1:6379")}},
 			"spec.redis.addresses[1]", "Duplicate value"},
-		{"redlock service without nodes", obj{"redis": obj{"mode": "Redlock", "service": svc}},
-			"spec.redis.nodes", "Redlock with a service needs nodes"},
-		{"redlock service with 4 nodes", obj{"redis": obj{"mode": "Redlock", "service": svc, "nodes": 4}},
-			"spec.redis.nodes", "the declared odd number (3, 5, 7...) of independent nodes"},
-		{"redlock service with 1 node", obj{"redis": obj{"mode": "Redlock", "service": svc, "nodes": 1}},
-			"spec.redis.nodes", "the declared odd number (3, 5, 7...) of independent nodes"},
-		{"nodes with redlock addresses", obj{"redis": obj{"mode": "Redlock", "addresses": three, "nodes": 3}},
-			"spec.redis.nodes", "only used by Redlock mode with a service"},
-		{"nodes outside redlock", obj{"redis": obj{"mode": "Standalone", "service": svc, "nodes": 3}},
-			"spec.redis.nodes", "only used by Redlock mode with a service"},
+		// Redlock's membership, and so its quorum, must not follow a
+		// Service's ready endpoints (issue 10, item 2).
+		{"redlock through a service", obj{"redis": obj{"mode": "Redlock", "service": svc}},
+			"spec.redis.service", "Redlock needs an explicit, odd list of ≥ 3 stable addresses (e.g. StatefulSet DNS names): a Service's endpoints change with pod IPs, so membership and quorum would change too"},
+		{"redlock through a service with the old nodes field", obj{"redis": obj{"mode": "Redlock", "service": svc, "nodes": 5}},
+			"spec.redis.service", "a Service's endpoints change with pod IPs, so membership and quorum would change too"},
+		{"redlock without addresses", obj{"redis": obj{"mode": "Redlock"}},
+			"spec.redis.addresses", "Redlock needs an explicit, odd list of ≥ 3 stable addresses"},
 		{"sentinel mode without sentinel", obj{"redis": obj{"mode": "Sentinel"}},
 			"spec.redis.sentinel", "Sentinel mode needs sentinel.masterName and sentinel.addresses"},
 		{"sentinel mode with addresses", obj{"redis": obj{"mode": "Sentinel", "addresses": list("redis:6379"),
@@ -310,7 +308,9 @@ func TestValidAccepted(t *testing.T) {
 		{"cluster through a service", obj{"redis": obj{"mode": "Cluster", "service": obj{"name": "redis-cluster", "port": 6379}}}},
 		{"redlock on three addresses", obj{"redis": obj{"mode": "Redlock", "addresses": list("r-0:6379", "r-1:6379", "r-2:6379")}}},
 		{"redlock on five addresses", obj{"redis": obj{"mode": "Redlock", "addresses": list("a:6379", "b:6379", "c:6379", "d:6379", "e:6379")}}},
-		{"redlock through a service with 7 nodes", obj{"redis": obj{"mode": "Redlock", "service": obj{"name": "redlock", "port": 6379}, "nodes": 7}}},
+		{"redlock on seven StatefulSet names", obj{"redis": obj{"mode": "Redlock", "addresses": list(
+			"redlock-0.redlock:6379", "redlock-1.redlock:6379", "redlock-2.redlock:6379", "redlock-3.redlock:6379",
+			"redlock-4.redlock:6379", "redlock-5.redlock:6379", "redlock-6.redlock:6379")}}},
 		{"explicit zero replica counts on standalone", obj{"redis": standalone(), "safety": obj{"minReplicasToWrite": 0, "waitForReplicas": 0}}},
 	}
 	for i, tc := range cases {
@@ -567,14 +567,14 @@ func TestStatusSubresource(t *testing.T) {
 
 	// An update of the main resource ignores status.
 	got.Status = status
-	got.Spec.Key = "changed"
+	got.Spec.TTL = &metav1.Duration{Duration: 45 * time.Second}
 	if err := env.Client.Update(ctx, &got); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.Client.Get(ctx, key, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Spec.Key != "changed" {
+	if got.Spec.TTLOrDefault() != 45*time.Second {
 		t.Errorf("update lost the spec change")
 	}
 	if got.Status.Holder != nil || got.Status.FenceHighWater != 0 {
@@ -583,15 +583,15 @@ func TestStatusSubresource(t *testing.T) {
 
 	// The status subresource writes status, and only status.
 	got.Status = status
-	got.Spec.Key = "through-status"
+	got.Spec.TTL = &metav1.Duration{Duration: time.Minute}
 	if err := env.Client.Status().Update(ctx, &got); err != nil {
 		t.Fatalf("status update: %v", err)
 	}
 	if err := env.Client.Get(ctx, key, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Spec.Key != "changed" {
-		t.Errorf("status update changed spec.key to %q", got.Spec.Key)
+	if got.Spec.TTLOrDefault() != 45*time.Second {
+		t.Errorf("status update changed spec.ttl to %v", got.Spec.TTL)
 	}
 	if got.Status.Holder == nil || got.Status.Holder.Fence != 1042 || got.Status.FenceHighWater != 1042 ||
 		got.Status.Master != "10.0.0.7:6379" || len(got.Status.Endpoints) != 1 || len(got.Status.Conditions) != 1 {
@@ -603,7 +603,7 @@ func TestStatusSubresource(t *testing.T) {
 
 	// A later main-resource update keeps what the status subresource wrote.
 	got.Status = v1alpha1.DistributedLockStatus{}
-	got.Spec.Key = "again"
+	got.Spec.TTL = &metav1.Duration{Duration: 30 * time.Second}
 	if err := env.Client.Update(ctx, &got); err != nil {
 		t.Fatal(err)
 	}

@@ -85,11 +85,11 @@ func resolve(ctx context.Context, c client.Reader, dl *v1alpha1.DistributedLock)
 	case v1alpha1.RedisModeSentinel:
 		t.masterName = spec.Redis.Sentinel.MasterName
 		t.sentinelAddrs = spec.Redis.Sentinel.Addresses
-	case v1alpha1.RedisModeCluster, v1alpha1.RedisModeRedlock:
+	case v1alpha1.RedisModeCluster:
 		t.addrs = spec.Redis.Addresses
 		if len(t.addrs) == 0 { // a Service: the controller resolved it
 			for _, e := range dl.Status.Endpoints {
-				if t.mode == v1alpha1.RedisModeRedlock || e.Role == v1alpha1.EndpointRoleMaster {
+				if e.Role == v1alpha1.EndpointRoleMaster {
 					t.addrs = append(t.addrs, e.Address)
 				}
 			}
@@ -97,6 +97,16 @@ func resolve(ctx context.Context, c client.Reader, dl *v1alpha1.DistributedLock)
 		if len(t.addrs) == 0 {
 			return target{}, fmt.Errorf("%w: %s/%s: no endpoints in status", ErrNotReady, dl.Namespace, dl.Name)
 		}
+	case v1alpha1.RedisModeRedlock:
+		// The nodes, and so the quorum (len/2+1), come from the spec only:
+		// never from what the controller found ready, which would let two
+		// pods count different majorities. A node that does not answer is
+		// a failed vote.
+		if spec.Redis.Service != nil || len(spec.Redis.Addresses) == 0 {
+			return target{}, fmt.Errorf("%w: %s/%s: Redlock needs spec.redis.addresses, an explicit odd list of ≥ 3 stable addresses (a Service's endpoints would change the quorum): delete and re-create the lock with addresses",
+				ErrNotReady, dl.Namespace, dl.Name)
+		}
+		t.addrs = spec.Redis.Addresses
 	default:
 		return target{}, fmt.Errorf("kube: %s/%s: unknown mode %q", dl.Namespace, dl.Name, t.mode)
 	}

@@ -156,7 +156,7 @@ func startTopologies(t *testing.T) *localTopologies {
 // hosts, TLS and an ACL user that the local servers do not have.
 func (lt *localTopologies) localize(dl *v1alpha1.DistributedLock) {
 	r := &dl.Spec.Redis
-	r.Username, r.TLS, r.Service, r.Nodes = "", nil, nil, 0
+	r.Username, r.TLS, r.Service = "", nil, nil
 	switch r.Mode {
 	case v1alpha1.RedisModeStandalone:
 		r.Addresses, r.PasswordSecretRef = []string{lt.standalone.Addr()}, nil

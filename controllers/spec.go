@@ -1,0 +1,28 @@
+package controllers
+
+import (
+	"fmt"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+)
+
+// specProblem returns why the controller cannot use a spec that the API
+// server holds, or "" when it can. The CRD's rules refuse such specs, but an
+// object stored before a rule was added stays stored, and is served, as it
+// was: the controller reports it as InvalidSpec (Ready False) instead of
+// acting on it. Only deleting and re-creating the lock helps when the
+// offending fields are immutable.
+func specProblem(spec *v1alpha1.DistributedLockSpec) string {
+	r := &spec.Redis
+	if r.Mode == v1alpha1.RedisModeRedlock {
+		switch n := len(r.Addresses); {
+		case r.Service != nil:
+			return "spec.redis.service: Redlock needs an explicit, odd list of ≥ 3 stable addresses (e.g. StatefulSet DNS names): " +
+				"a Service's endpoints change with pod IPs, so membership and quorum would change too; " +
+				"delete the lock and re-create it with spec.redis.addresses"
+		case n < 3 || n%2 == 0:
+			return fmt.Sprintf("spec.redis.addresses: Redlock needs an odd number (3, 5, 7...) of independent nodes, found %d", n)
+		}
+	}
+	return ""
+}
