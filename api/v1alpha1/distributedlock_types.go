@@ -62,6 +62,19 @@ const (
 
 // DistributedLockSpec defines the desired state of DistributedLock.
 //
+// The lock's identity (key, redis.mode, redis.db, redis.addresses,
+// redis.service, redis.sentinel.masterName) is immutable: changing it while
+// leases are held would give holders on the old key or servers and holders
+// on the new ones at once. The transition rules sit at spec level so that
+// adding or removing an optional field counts as a change too; an absent db
+// equals its default 0. Moving a lock means deleting and re-creating it.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.key) == has(oldSelf.key) && (!has(self.key) || self.key == oldSelf.key)",fieldPath=".key",message="key is immutable: delete and re-create the lock to move it (holders of the old key would not exclude holders of the new one)"
+// +kubebuilder:validation:XValidation:rule="self.redis.mode == oldSelf.redis.mode",fieldPath=".redis.mode",messageExpression="'redis.mode is immutable (' + oldSelf.redis.mode + ' to ' + self.redis.mode + '): delete and re-create the lock to move it'"
+// +kubebuilder:validation:XValidation:rule="(has(self.redis.db) ? self.redis.db : 0) == (has(oldSelf.redis.db) ? oldSelf.redis.db : 0)",fieldPath=".redis.db",message="redis.db is immutable (absent is 0): delete and re-create the lock to move it"
+// +kubebuilder:validation:XValidation:rule="has(self.redis.addresses) == has(oldSelf.redis.addresses) && (!has(self.redis.addresses) || self.redis.addresses == oldSelf.redis.addresses)",fieldPath=".redis.addresses",message="redis.addresses is immutable: delete and re-create the lock to move it (the servers, and for Redlock the quorum, are part of the lock's identity)"
+// +kubebuilder:validation:XValidation:rule="has(self.redis.service) == has(oldSelf.redis.service) && (!has(self.redis.service) || self.redis.service == oldSelf.redis.service)",fieldPath=".redis.service",message="redis.service is immutable: delete and re-create the lock to move it"
+// +kubebuilder:validation:XValidation:rule="has(self.redis.sentinel) == has(oldSelf.redis.sentinel) && (!has(self.redis.sentinel) || self.redis.sentinel.masterName == oldSelf.redis.sentinel.masterName)",fieldPath=".redis.sentinel.masterName",message="redis.sentinel.masterName is immutable: delete and re-create the lock to move it"
 // +kubebuilder:validation:XValidation:rule="!has(self.renewInterval) || !has(self.ttl) || !self.renewInterval.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || !self.ttl.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || duration(self.renewInterval) < duration(self.ttl)",fieldPath=".renewInterval",message="must be shorter than ttl: the watchdog renews the lease before it expires"
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.minReplicasToWrite) || self.safety.minReplicasToWrite == 0 || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.minReplicasToWrite",reason="FieldValueForbidden",message="replica guards need replicas: use them with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.waitForReplicas) || self.safety.waitForReplicas == 0 || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.waitForReplicas",reason="FieldValueForbidden",message="waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
@@ -70,6 +83,7 @@ type DistributedLockSpec struct {
 	// the event channel {key}:events, so that all three hash to one Redis
 	// Cluster slot. Absent ⇒ "<namespace>/<name>" of this resource.
 	// No whitespace or control characters, no '{' or '}', at most 512 bytes.
+	// Immutable (setting or removing it too).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
@@ -137,11 +151,12 @@ type RedisSpec struct {
 	//     independent node, that stay the same for the lock's life (e.g.
 	//     StatefulSet DNS names); never a service, whose endpoints change
 	//     with pod IPs. The quorum is len(addresses)/2+1.
+	// Immutable.
 	// +required
 	Mode RedisMode `json:"mode"`
 
 	// addresses are host:port of the Redis servers (see mode for what each
-	// mode expects). Exclusive with service.
+	// mode expects). Exclusive with service. Immutable (order aside).
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
@@ -153,6 +168,7 @@ type RedisSpec struct {
 	// service names a Service in this resource's namespace; the controller
 	// resolves its ready endpoints through EndpointSlices. Exclusive with
 	// addresses. Not for Redlock, whose nodes must be explicit addresses.
+	// Immutable; the endpoints behind it may change.
 	// +optional
 	Service *ServiceReference `json:"service,omitempty"`
 
@@ -179,7 +195,7 @@ type RedisSpec struct {
 	TLS *TLSSpec `json:"tls,omitempty"`
 
 	// db is the Redis logical database, 0 to 15 (Cluster: 0 only).
-	// Absent ⇒ 0.
+	// Absent ⇒ 0. Immutable (absent and 0 are the same).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=15
@@ -206,7 +222,8 @@ type ServiceReference struct {
 // SentinelSpec locates a master through Redis Sentinel.
 type SentinelSpec struct {
 	// masterName is the name the sentinels monitor the master under
-	// (sentinel monitor <masterName> ...).
+	// (sentinel monitor <masterName> ...). Immutable; the sentinels'
+	// addresses may change.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253

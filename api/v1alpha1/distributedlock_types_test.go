@@ -32,6 +32,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -525,6 +526,98 @@ func TestGoHelpers(t *testing.T) {
 	s.Fencing.Enabled = ptr.To(false)
 	if s.FencingEnabled() {
 		t.Errorf("fencing {enabled: false}: FencingEnabled true")
+	}
+}
+
+// TestIdentityImmutable (issue 10, item 4): the fields that make a lock the
+// lock it is cannot change on a live object, including by adding or
+// removing an optional field; everything else still can.
+func TestIdentityImmutable(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+
+	svc := obj{"name": "redis", "port": 6379}
+	replicated := func(addrs ...any) obj { return obj{"mode": "Replicated", "addresses": list(addrs...)} }
+	sentinel := func(master string, addrs ...any) obj {
+		return obj{"mode": "Sentinel", "sentinel": obj{"masterName": master, "addresses": list(addrs...)}}
+	}
+	const moveIt = "is immutable: delete and re-create the lock to move it"
+	cases := []struct {
+		name  string
+		spec  obj    // created with
+		patch obj    // JSON merge patch of spec (nil removes a field)
+		field string // "" when the update must be accepted
+		msg   string
+	}{
+		{"key changed", obj{"key": "billing/a", "redis": standalone()}, obj{"key": "billing/b"},
+			"spec.key", "key " + moveIt},
+		{"key set", obj{"redis": standalone()}, obj{"key": "billing/b"},
+			"spec.key", "key " + moveIt},
+		{"key removed", obj{"key": "billing/a", "redis": standalone()}, obj{"key": nil},
+			"spec.key", "key " + moveIt},
+		{"mode changed", obj{"redis": standalone()}, obj{"redis": obj{"mode": "Replicated"}},
+			"spec.redis.mode", "redis.mode is immutable (Standalone to Replicated): delete and re-create the lock to move it"},
+		{"db set", obj{"redis": standalone()}, obj{"redis": obj{"db": 1}},
+			"spec.redis.db", "redis.db is immutable (absent is 0): delete and re-create the lock to move it"},
+		{"db changed", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "db": 2}}, obj{"redis": obj{"db": 3}},
+			"spec.redis.db", "redis.db is immutable"},
+		{"db removed", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "db": 2}}, obj{"redis": obj{"db": nil}},
+			"spec.redis.db", "redis.db is immutable"},
+		{"address changed", obj{"redis": standalone()}, obj{"redis": obj{"addresses": list("other:6379")}},
+			"spec.redis.addresses", "redis.addresses " + moveIt},
+		{"address added", obj{"redis": replicated("r-0:6379")}, obj{"redis": obj{"addresses": list("r-0:6379", "r-1:6379")}},
+			"spec.redis.addresses", "redis.addresses " + moveIt},
+		{"redlock node replaced", obj{"redis": obj{"mode": "Redlock", "addresses": list("a:6379", "b:6379", "c:6379")}},
+			obj{"redis": obj{"addresses": list("a:6379", "b:6379", "d:6379")}},
+			"spec.redis.addresses", "redis.addresses " + moveIt},
+		{"addresses replaced by a service", obj{"redis": standalone()}, obj{"redis": obj{"addresses": nil, "service": svc}},
+			"spec.redis.addresses", "redis.addresses " + moveIt},
+		{"service replaced by addresses", obj{"redis": obj{"mode": "Standalone", "service": svc}}, obj{"redis": obj{"service": nil, "addresses": list("redis:6379")}},
+			"spec.redis.service", "redis.service " + moveIt},
+		{"service port changed", obj{"redis": obj{"mode": "Standalone", "service": svc}}, obj{"redis": obj{"service": obj{"port": 6380}}},
+			"spec.redis.service", "redis.service " + moveIt},
+		{"sentinel master renamed", obj{"redis": sentinel("mymaster", "s-0:26379")}, obj{"redis": obj{"sentinel": obj{"masterName": "other"}}},
+			"spec.redis.sentinel.masterName", "redis.sentinel.masterName " + moveIt},
+
+		{"db 0 said explicitly", obj{"redis": standalone()}, obj{"redis": obj{"db": 0}}, "", ""},
+		{"addresses reordered", obj{"redis": replicated("r-0:6379", "r-1:6379")}, obj{"redis": obj{"addresses": list("r-1:6379", "r-0:6379")}}, "", ""},
+		{"sentinels moved", obj{"redis": sentinel("mymaster", "s-0:26379")}, obj{"redis": obj{"sentinel": obj{"addresses": list("s-1:26379", "s-2:26379")}}}, "", ""},
+		{"credentials changed behind a service", obj{"redis": obj{"mode": "Standalone", "service": svc}},
+			obj{"redis": obj{"username": "locks", "passwordSecretRef": obj{"name": "redis-auth", "key": "password"}}}, "", ""},
+		{"lease settings, safety, fencing, TLS changed", obj{"key": "billing/a", "redis": replicated("r-0:6379")},
+			obj{"ttl": "1m", "renewInterval": "20s", "safety": obj{"minReplicasToWrite": 1, "manageReplicaSettings": true, "waitForReplicas": 1},
+				"fencing": obj{"enabled": false}, "redis": obj{"tls": obj{"enabled": true}}}, "", ""},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := timeout(t)
+			u := newLock(ns, fmt.Sprintf("identity-%d", i), tc.spec)
+			if err := env.Client.Create(ctx, u); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			patch, err := json.Marshal(obj{"spec": tc.patch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = env.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("update refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("update accepted; want refused at %s with %q", tc.field, tc.msg)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("error is not Invalid (422): %v", err)
+			}
+			text := err.Error()
+			t.Log(text)
+			if !strings.Contains(text, tc.field+": ") || !strings.Contains(text, tc.msg) {
+				t.Errorf("error does not name %s and say %q:\n%s", tc.field, tc.msg, text)
+			}
+		})
 	}
 }
 

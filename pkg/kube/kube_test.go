@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,6 +210,109 @@ func TestLockerFollowsTheMasterInStatusWithoutDroppingHeldLeases(t *testing.T) {
 	}
 	if err := held.Release(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLockerRefusesToRebindWhileLeasesAreHeld (issue 10, item 4): the
+// resource is deleted and re-created under the same name with another key
+// while this process holds a lease on the old one. A lease on the new key
+// now would make two holders of "the same lock"; TryAcquire refuses,
+// Acquire waits until the old lease ends, then takes the new key.
+func TestLockerRefusesToRebindWhileLeasesAreHeld(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	srv := redistest.StartStandalone(t)
+	spec := func(key string) v1alpha1.DistributedLockSpec {
+		return v1alpha1.DistributedLockSpec{Key: key, TTL: &metav1.Duration{Duration: time.Second},
+			Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}}
+	}
+	dl := createLock(t, env, ns, "moved", spec("jobs/old"), readyStatus(srv.Addr()))
+	l := newKubeLocker(t, podConfig(t, env, ns), ns, "moved")
+	held, err := l.TryAcquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(context.Background())
+
+	if err := env.Client.Delete(t.Context(), dl); err != nil {
+		t.Fatal(err)
+	}
+	createLock(t, env, ns, "moved", spec("jobs/new"), readyStatus(srv.Addr()))
+	deadline := time.Now().Add(20 * time.Second)
+	for l.Key() != "jobs/new" || apimeta.FindStatusCondition(l.Resource().Status.Conditions, v1alpha1.ConditionReady) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the Locker did not see the re-created resource: key %q", l.Key())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	rc := srv.Client(t)
+	lease, err := l.TryAcquire(t.Context())
+	if err == nil {
+		defer lease.Release(context.Background())
+		t.Fatalf("TryAcquire took %q while this process holds %q: two holders of one lock", lease.Key(), held.Key())
+	}
+	if !errors.Is(err, kube.ErrRebinding) {
+		t.Fatalf("TryAcquire = %v, want ErrRebinding", err)
+	}
+	for _, want := range []string{`key "jobs/old"`, `key "jobs/new"`, srv.Addr()} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %s: %v", want, err)
+		}
+	}
+	t.Logf("error a user sees: %v", err)
+
+	short, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if lease, err := l.Acquire(short); err == nil {
+		defer lease.Release(context.Background())
+		t.Fatalf("Acquire took %q while this process holds %q", lease.Key(), held.Key())
+	} else if !errors.Is(err, kube.ErrRebinding) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire with a short deadline = %v, want ErrRebinding and DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("Acquire gave up after %v, before its context ended", d)
+	}
+	if n := rc.Exists(t.Context(), "jobs/new").Val(); n != 0 {
+		t.Fatal("the new key was taken while the old lease is held")
+	}
+
+	// Acquire waits for the old lease, then takes the new key.
+	type result struct {
+		lease *lock.Lease
+		err   error
+	}
+	got := make(chan result, 1)
+	go func() {
+		lease, err := l.Acquire(t.Context())
+		got <- result{lease, err}
+	}()
+	select {
+	case r := <-got:
+		t.Fatalf("Acquire returned (%v) while the old lease is held", r.err)
+	case <-time.After(1500 * time.Millisecond): // longer than the TTL: the old lease is renewed meanwhile
+	}
+	if err := held.Err(); err != nil {
+		t.Fatalf("the old lease was dropped: %v", err)
+	}
+	if err := held.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatalf("Acquire after the old lease ended: %v", r.err)
+		}
+		defer r.lease.Release(context.Background())
+		if r.lease.Key() != "jobs/new" || rc.Get(t.Context(), "jobs/new").Val() != r.lease.Value() {
+			t.Fatalf("the lease after the rebinding is on %q, want jobs/new", r.lease.Key())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Acquire still waits after the old lease was released")
+	}
+	if n := rc.Exists(t.Context(), "jobs/old").Val(); n != 0 {
+		t.Error("the old key is still held after its release")
 	}
 }
 

@@ -18,6 +18,22 @@ import (
 // ErrClosed is returned by a Locker's methods after Close.
 var ErrClosed = errors.New("kube: locker closed")
 
+// ErrRebinding reports an acquisition refused because the DistributedLock
+// now names another lock — another effective key, mode, db, addresses,
+// Service or Sentinel master name — while this Locker still holds leases,
+// or has acquisitions in flight, under the old one. It happens when the
+// resource is deleted and re-created under the same name with another key
+// or servers (the API makes these fields immutable on a live object). A
+// lease on the new key or servers beside one on the old would be two
+// holders of "the same lock" at once.
+//
+// TryAcquire and Inspect fail with it at once; Acquire waits, bounded by its
+// context, until the old leases end and then uses the new key (on timeout
+// its error matches both ErrRebinding and the context's error). The error
+// names the old and the new key and servers. A new status.master (a
+// failover) is not a rebinding: it is followed at once.
+var ErrRebinding = errors.New("kube: the DistributedLock names another lock while leases are held under the old one")
+
 // Locker is a handle on one DistributedLock's key. It is safe for concurrent
 // use; create one per resource and share it.
 type Locker struct {
@@ -32,11 +48,14 @@ type Locker struct {
 	current *binding                  // for new acquisitions; nil until needed
 	retired []*binding                // closed once their last lease ends
 	closed  bool
+	changed chan struct{} // closed by wake; nil when nobody waits
 }
 
-// binding is one lock.Locker with its clients, and the leases it handed out.
+// binding is one lock.Locker with its clients, and the leases it handed out
+// (with acquisitions in flight).
 type binding struct {
 	fingerprint string
+	id          identity
 	key         string
 	locker      *lock.Locker
 	clients     []redis.UniversalClient
@@ -78,19 +97,23 @@ func (l *Locker) Key() string {
 	return lock.DefaultKey(l.namespace, l.name)
 }
 
-// TryAcquire makes one attempt (see lock.Locker.TryAcquire).
+// TryAcquire makes one attempt (see lock.Locker.TryAcquire). A resource
+// that now names another lock than leases still held fails with
+// ErrRebinding.
 func (l *Locker) TryAcquire(ctx context.Context) (*lock.Lease, error) {
-	return l.take(ctx, (*lock.Locker).TryAcquire)
+	return l.take(ctx, false, (*lock.Locker).TryAcquire)
 }
 
 // Acquire waits for the key, bounded by ctx (see lock.Locker.Acquire). A
-// resource that is not Ready fails at once with ErrNotReady.
+// resource that is not Ready fails at once with ErrNotReady; one that now
+// names another lock than leases still held waits for them to end
+// (ErrRebinding when ctx ends first).
 func (l *Locker) Acquire(ctx context.Context) (*lock.Lease, error) {
-	return l.take(ctx, (*lock.Locker).Acquire)
+	return l.take(ctx, true, (*lock.Locker).Acquire)
 }
 
-func (l *Locker) take(ctx context.Context, op func(*lock.Locker, context.Context, string) (*lock.Lease, error)) (*lock.Lease, error) {
-	b, err := l.bind(ctx)
+func (l *Locker) take(ctx context.Context, wait bool, op func(*lock.Locker, context.Context, string) (*lock.Lease, error)) (*lock.Lease, error) {
+	b, err := l.bind(ctx, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -108,36 +131,98 @@ func (l *Locker) take(ctx context.Context, op func(*lock.Locker, context.Context
 
 // bind returns the binding for the resource as last seen, building it when
 // the topology or settings changed, with a reference held for the caller.
-func (l *Locker) bind(ctx context.Context) (*binding, error) {
-	l.mu.Lock()
-	if l.closed {
+// It never hands out a binding of another identity than one that still has
+// references: with wait it waits for them to end (bounded by ctx), else it
+// fails with ErrRebinding.
+func (l *Locker) bind(ctx context.Context, wait bool) (*binding, error) {
+	for {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return nil, ErrClosed
+		}
+		obj := l.obj
 		l.mu.Unlock()
-		return nil, ErrClosed
-	}
-	obj := l.obj
-	l.mu.Unlock()
 
-	t, err := resolve(ctx, l.reader, obj)
-	if err != nil {
-		return nil, err
-	}
-	fp := t.fingerprint()
+		t, err := resolve(ctx, l.reader, obj)
+		if err != nil {
+			return nil, err
+		}
 
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return nil, ErrClosed
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return nil, ErrClosed
+		}
+		moved := l.rebinding(t.id)
+		if moved == nil {
+			b, err := l.bindLocked(t)
+			l.mu.Unlock()
+			return b, err
+		}
+		if !wait {
+			l.mu.Unlock()
+			return nil, moved
+		}
+		changed := l.changes()
+		l.mu.Unlock()
+		select {
+		case <-changed: // a lease ended, or the resource changed: look again
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w; gave up waiting: %w", moved, context.Cause(ctx))
+		}
 	}
-	if l.current == nil || l.current.fingerprint != fp {
+}
+
+// bindLocked returns the binding for t with a reference for the caller,
+// building it when t's fingerprint differs from the current one. Callers
+// hold l.mu and have checked that no binding of another identity is held.
+func (l *Locker) bindLocked(t target) (*binding, error) {
+	if fp := t.fingerprint(); l.current == nil || l.current.fingerprint != fp {
 		locker, clients, err := t.connect(l.opts)
 		if err != nil {
 			return nil, err
 		}
 		l.retire(l.current)
-		l.current = &binding{fingerprint: fp, key: t.key, locker: locker, clients: clients}
+		l.current = &binding{fingerprint: fp, id: t.id, key: t.key, locker: locker, clients: clients}
 	}
 	l.current.leases++
 	return l.current, nil
+}
+
+// rebinding returns an ErrRebinding error when a binding whose identity
+// differs from id still has references, else nil. Callers hold l.mu.
+func (l *Locker) rebinding(id identity) error {
+	var old *binding
+	n := 0
+	for _, b := range append([]*binding{l.current}, l.retired...) {
+		if b != nil && b.leases > 0 && b.id != id {
+			old = b
+			n += b.leases
+		}
+	}
+	if old == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s/%s now names %s, but %d lease(s) or acquisition(s) of this process are still on %s: they must end first",
+		ErrRebinding, l.namespace, l.name, id, n, old.id)
+}
+
+// changes returns a channel that wake closes. Callers hold l.mu.
+func (l *Locker) changes() <-chan struct{} {
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed
+}
+
+// wake tells waiting binds that a lease ended, the resource changed or the
+// Locker closed. Callers hold l.mu.
+func (l *Locker) wake() {
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 }
 
 // retire stops handing out b; it closes when its last lease ends. Callers hold l.mu.
@@ -155,6 +240,9 @@ func (l *Locker) retire(b *binding) {
 func (l *Locker) unref(b *binding) {
 	l.mu.Lock()
 	b.leases--
+	if b.leases == 0 {
+		l.wake()
+	}
 	retiredAndIdle := false
 	if b.leases == 0 && b != l.current {
 		for i, r := range l.retired {
@@ -191,6 +279,7 @@ func (l *Locker) Close() error {
 		return ErrClosed
 	}
 	l.closed = true
+	l.wake()
 	bindings := append(l.retired, l.current)
 	l.retired, l.current = nil, nil
 	l.mu.Unlock()
@@ -210,12 +299,14 @@ func (l *Locker) observe(dl *v1alpha1.DistributedLock) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.obj = dl
+	l.wake()
 }
 
 // Inspect reads the key's holder, remaining TTL and fence counter from Redis
-// (never the lock value). The resource must be Ready.
+// (never the lock value). The resource must be Ready, and name the lock
+// of the leases this Locker holds, if any (else ErrRebinding).
 func (l *Locker) Inspect(ctx context.Context) (lock.Holding, error) {
-	b, err := l.bind(ctx)
+	b, err := l.bind(ctx, false)
 	if err != nil {
 		return lock.Holding{}, err
 	}

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,9 +28,50 @@ import (
 // not in force. The error names the condition's reason and message.
 var ErrNotReady = errors.New("kube: DistributedLock not ready")
 
+// identity is what makes a DistributedLock the lock it is: the effective
+// key and where it lives (mode, db, the spec's addresses or Service, the
+// Sentinel master name). Two bindings of different identities are two
+// locks. It leaves out status.master, which moves on a failover and must be
+// followed, and settings that do not move the lock (TTL, credentials, TLS).
+type identity struct {
+	key        string
+	mode       v1alpha1.RedisMode
+	db         int32
+	addresses  string // the spec's, sorted: order does not matter
+	service    string
+	masterName string
+}
+
+func identityOf(dl *v1alpha1.DistributedLock, key string) identity {
+	r := &dl.Spec.Redis
+	id := identity{key: key, mode: r.Mode, db: r.DB}
+	addrs := slices.Sorted(slices.Values(r.Addresses))
+	id.addresses = strings.Join(addrs, ", ")
+	if r.Service != nil {
+		id.service = fmt.Sprintf("%s:%d", r.Service.Name, r.Service.Port)
+	}
+	if r.Sentinel != nil {
+		id.masterName = r.Sentinel.MasterName
+	}
+	return id
+}
+
+// String names the key and the servers, for errors.
+func (id identity) String() string {
+	where := "[" + id.addresses + "]"
+	switch {
+	case id.service != "":
+		where = "Service " + id.service
+	case id.masterName != "":
+		where = fmt.Sprintf("Sentinel master %q", id.masterName)
+	}
+	return fmt.Sprintf("key %q on %s %s db %d", id.key, id.mode, where, id.db)
+}
+
 // target is everything a connection to the lock's Redis depends on. Two
 // targets with the same fingerprint can share one lock.Locker.
 type target struct {
+	id            identity
 	mode          v1alpha1.RedisMode
 	key           string
 	addrs         []string // Standalone/Replicated: the master; Cluster: seeds; Redlock: nodes
@@ -69,6 +112,7 @@ func resolve(ctx context.Context, c client.Reader, dl *v1alpha1.DistributedLock)
 	if t.key == "" {
 		t.key = lock.DefaultKey(dl.Namespace, dl.Name)
 	}
+	t.id = identityOf(dl, t.key)
 	t.renew = lock.DefaultRenewInterval(t.ttl)
 	if spec.RenewInterval != nil {
 		t.renew = spec.RenewInterval.Duration

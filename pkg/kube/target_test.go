@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,5 +84,61 @@ func TestRedlockNodesComeFromTheSpecOnly(t *testing.T) {
 	}
 	if len(tg.addrs) != 5 {
 		t.Errorf("nodes %v, want the spec's 5 addresses", tg.addrs)
+	}
+}
+
+// TestIdentity: what moves a lock (and so needs its held leases to end
+// before a new binding) and what does not.
+func TestIdentity(t *testing.T) {
+	base := func() *v1alpha1.DistributedLock {
+		return &v1alpha1.DistributedLock{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "jobs", Name: "compaction"},
+			Spec: v1alpha1.DistributedLockSpec{Key: "jobs/compaction", Redis: v1alpha1.RedisSpec{
+				Mode: v1alpha1.RedisModeReplicated, Addresses: []string{"r-0:6379", "r-1:6379"}}},
+			Status: v1alpha1.DistributedLockStatus{Master: "r-0:6379"},
+		}
+	}
+	sentinel := func(dl *v1alpha1.DistributedLock) {
+		dl.Spec.Redis = v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeSentinel,
+			Sentinel: &v1alpha1.SentinelSpec{MasterName: "locks", Addresses: []string{"s-0:26379"}}}
+	}
+	for _, c := range []struct {
+		name   string
+		change func(dl *v1alpha1.DistributedLock)
+		moves  bool
+	}{
+		{"nothing", func(*v1alpha1.DistributedLock) {}, false},
+		{"key", func(dl *v1alpha1.DistributedLock) { dl.Spec.Key = "jobs/other" }, true},
+		{"key left to its default, the same effective key", func(dl *v1alpha1.DistributedLock) { dl.Spec.Key = "" }, false},
+		{"mode", func(dl *v1alpha1.DistributedLock) { dl.Spec.Redis.Mode = v1alpha1.RedisModeCluster }, true},
+		{"db", func(dl *v1alpha1.DistributedLock) { dl.Spec.Redis.DB = 1 }, true},
+		{"an address", func(dl *v1alpha1.DistributedLock) { dl.Spec.Redis.Addresses[1] = "r-2:6379" }, true},
+		{"a service instead", func(dl *v1alpha1.DistributedLock) {
+			dl.Spec.Redis.Addresses, dl.Spec.Redis.Service = nil, &v1alpha1.ServiceReference{Name: "redis", Port: 6379}
+		}, true},
+		{"addresses reordered", func(dl *v1alpha1.DistributedLock) { dl.Spec.Redis.Addresses = []string{"r-1:6379", "r-0:6379"} }, false},
+		{"status.master (a failover)", func(dl *v1alpha1.DistributedLock) { dl.Status.Master = "r-1:6379" }, false},
+		{"ttl, credentials, TLS", func(dl *v1alpha1.DistributedLock) {
+			dl.Spec.TTL = &metav1.Duration{Duration: time.Minute}
+			dl.Spec.Redis.Username = "locks"
+			dl.Spec.Redis.TLS = &v1alpha1.TLSSpec{Enabled: true}
+		}, false},
+		{"sentinel master name", func(dl *v1alpha1.DistributedLock) { sentinel(dl); dl.Spec.Redis.Sentinel.MasterName = "other" }, true},
+	} {
+		before, after := base(), base()
+		if strings.HasPrefix(c.name, "sentinel") {
+			sentinel(before)
+		}
+		c.change(after)
+		key := func(dl *v1alpha1.DistributedLock) string {
+			if dl.Spec.Key != "" {
+				return dl.Spec.Key
+			}
+			return lock.DefaultKey(dl.Namespace, dl.Name)
+		}
+		a, b := identityOf(before, key(before)), identityOf(after, key(after))
+		if moves := a != b; moves != c.moves {
+			t.Errorf("%s: %v -> %v: moves = %v, want %v", c.name, a, b, moves, c.moves)
+		}
 	}
 }
