@@ -24,5 +24,12 @@ func specProblem(spec *v1alpha1.DistributedLockSpec) string {
 			return fmt.Sprintf("spec.redis.addresses: Redlock needs an odd number (3, 5, 7...) of independent nodes, found %d", n)
 		}
 	}
+	if ri := spec.RenewInterval; ri != nil {
+		ttl := spec.TTLOrDefault()
+		if most := v1alpha1.MaxRenewInterval(ttl); ri.Duration > most {
+			return fmt.Sprintf("spec.renewInterval %v must leave room for a renewal inside the lease: 2 × renewInterval ≤ 0.99 × ttl − 2ms, at most %v for ttl %v",
+				ri.Duration, most, ttl)
+		}
+	}
 	return ""
 }

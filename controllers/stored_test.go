@@ -30,7 +30,9 @@ func TestStoredBeforeTheRules(t *testing.T) {
 	env := legacyEnv(t,
 		"a Service's endpoints change with pod IPs", // Redlock through a Service
 		"Redlock needs an explicit, odd list",
+		"must leave room for a renewal", // 2 × renewInterval ≤ 0.99 × ttl − 2ms
 	)
+	srv := redistest.StartStandalone(t)
 	// Three ready endpoints behind the Service, mapped to real nodes: the
 	// old controller found a quorum there (3 of the 5 declared nodes).
 	nodes := redistest.StartNodes(t, 3)
@@ -67,6 +69,9 @@ func TestStoredBeforeTheRules(t *testing.T) {
 		{"redlock-service", map[string]any{"redis": map[string]any{"mode": "Redlock",
 			"service": map[string]any{"name": "redlock", "port": 6379}, "nodes": 5}},
 			"Redlock needs an explicit, odd list of ≥ 3 stable addresses"},
+		{"renew-too-late", map[string]any{"ttl": "30s", "renewInterval": "20s",
+			"redis": map[string]any{"mode": "Standalone", "addresses": []any{srv.Addr()}}},
+			"spec.renewInterval 20s must leave room for a renewal inside the lease"},
 	}
 	for _, tc := range cases {
 		u := &unstructured.Unstructured{Object: map[string]any{"spec": tc.spec}}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/redlease/redlease/api/v1alpha1"
@@ -116,10 +117,31 @@ func TestSpecProblem(t *testing.T) {
 			"Redlock needs an odd number (3, 5, 7...) of independent nodes, found 4"},
 		{"redlock without addresses", v1alpha1.DistributedLockSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeRedlock}},
 			"found 0"},
+		{"renewal at the bound", withRenewal(30*time.Second, 14849*time.Millisecond), ""},
+		{"renewal at the bound, default ttl", withRenewal(0, 14849*time.Millisecond), ""},
+		{"default renewal", withRenewal(30*time.Second, 0), ""},
+		{"renewal just past the bound", withRenewal(30*time.Second, 14850*time.Millisecond),
+			"spec.renewInterval 14.85s must leave room for a renewal inside the lease: 2 × renewInterval ≤ 0.99 × ttl − 2ms, at most 14.849s for ttl 30s"},
+		{"renewal of 15s, default ttl", withRenewal(0, 15*time.Second), "at most 14.849s for ttl 30s"},
+		{"renewal shorter than ttl, as the old rule had it", withRenewal(10*time.Second, 9*time.Second), "at most 4.949s for ttl 10s"},
+		{"shortest ttl", withRenewal(100*time.Millisecond, 49*time.Millisecond), "at most 48.5ms for ttl 100ms"},
 	} {
 		got := specProblem(&c.spec)
 		if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
 			t.Errorf("%s: specProblem = %q, want %q", c.name, got, c.want)
 		}
 	}
+}
+
+// withRenewal is a Standalone spec with ttl (0: absent) and renewInterval
+// (0: absent).
+func withRenewal(ttl, renew time.Duration) v1alpha1.DistributedLockSpec {
+	s := v1alpha1.DistributedLockSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"a:1"}}}
+	if ttl > 0 {
+		s.TTL = &metav1.Duration{Duration: ttl}
+	}
+	if renew > 0 {
+		s.RenewInterval = &metav1.Duration{Duration: renew}
+	}
+	return s
 }

@@ -168,7 +168,7 @@ const (
 	// ReasonInvalidSpec (Ready False): the API server holds the resource
 	// but the controller cannot use it: a key the lock library refuses, or
 	// an object stored before a CRD rule it breaks was added (Redlock
-	// through a Service). Only a spec change helps, or for immutable fields
+	// through a Service, a renewInterval too long for its ttl). Only a spec change helps, or for immutable fields
 	// deleting and re-creating the lock.
 	ReasonInvalidSpec = "InvalidSpec"
 )

@@ -75,7 +75,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.redis.addresses) == has(oldSelf.redis.addresses) && (!has(self.redis.addresses) || self.redis.addresses == oldSelf.redis.addresses)",fieldPath=".redis.addresses",message="redis.addresses is immutable: delete and re-create the lock to move it (the servers, and for Redlock the quorum, are part of the lock's identity)"
 // +kubebuilder:validation:XValidation:rule="has(self.redis.service) == has(oldSelf.redis.service) && (!has(self.redis.service) || self.redis.service == oldSelf.redis.service)",fieldPath=".redis.service",message="redis.service is immutable: delete and re-create the lock to move it"
 // +kubebuilder:validation:XValidation:rule="has(self.redis.sentinel) == has(oldSelf.redis.sentinel) && (!has(self.redis.sentinel) || self.redis.sentinel.masterName == oldSelf.redis.sentinel.masterName)",fieldPath=".redis.sentinel.masterName",message="redis.sentinel.masterName is immutable: delete and re-create the lock to move it"
-// +kubebuilder:validation:XValidation:rule="!has(self.renewInterval) || !has(self.ttl) || !self.renewInterval.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || !self.ttl.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || duration(self.renewInterval) < duration(self.ttl)",fieldPath=".renewInterval",message="must be shorter than ttl: the watchdog renews the lease before it expires"
+// +kubebuilder:validation:XValidation:rule="!has(self.renewInterval) || !self.renewInterval.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (has(self.ttl) && (!self.ttl.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || duration(self.ttl) > duration('24h'))) || (duration(self.renewInterval) <= duration('24h') && 200 * int(duration(self.renewInterval)) <= 99 * int(duration(has(self.ttl) ? self.ttl : '30s')) - 200000000)",fieldPath=".renewInterval",message="must leave room for a renewal inside the lease: 2 × renewInterval ≤ 0.99 × ttl − 2ms (e.g. ttl 30s allows up to 14.849s)"
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.minReplicasToWrite) || self.safety.minReplicasToWrite == 0 || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.minReplicasToWrite",reason="FieldValueForbidden",message="replica guards need replicas: use them with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.waitForReplicas) || self.safety.waitForReplicas == 0 || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.waitForReplicas",reason="FieldValueForbidden",message="waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
 type DistributedLockSpec struct {
@@ -103,7 +103,10 @@ type DistributedLockSpec struct {
 	TTL *metav1.Duration `json:"ttl,omitempty"`
 
 	// renewInterval is the watchdog's renewal period. Absent ⇒ ttl/3.
-	// At least 10ms and shorter than ttl.
+	// At least 10ms, and 2 × renewInterval ≤ 0.99 × ttl − 2ms (see
+	// MaxRenewInterval): a renewal that fails once can be retried before
+	// the lease's local validity (ttl minus the library's default clock
+	// drift allowance, 1% + 2ms) runs out.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
@@ -520,6 +523,22 @@ type DistributedLockList struct {
 
 func init() {
 	SchemeBuilder.Register(&DistributedLock{}, &DistributedLockList{})
+}
+
+// MaxRenewInterval is the longest spec.renewInterval the API accepts for a
+// lease of ttl: 2 × renewInterval ≤ 0.99 × ttl − 2ms, the CEL rule on
+// DistributedLockSpec in Go. The lock library counts a lease valid for
+// ttl − drift (drift = 1% of ttl + 2ms by default) and needs two renewal
+// periods inside that. 0 when ttl leaves no room (below ~2ms). ttl must be
+// within the API's bounds (at most 24h; beyond ~1000 days it overflows).
+func MaxRenewInterval(ttl time.Duration) time.Duration {
+	// Scaled by 100, like the CEL rule, so that the bound is exact:
+	// (99 × ttl − 100 × 2ms) / 200.
+	room := 99*ttl - 100*2*time.Millisecond
+	if room <= 0 {
+		return 0
+	}
+	return room / 200
 }
 
 // TTLOrDefault returns spec.ttl, or DefaultTTL when it is unset (an object

@@ -186,10 +186,23 @@ func TestInvalidRefused(t *testing.T) {
 			"spec.ttl", "must be a duration such as 30s"},
 		{"ttl negative", obj{"ttl": "-30s", "redis": standalone()},
 			"spec.ttl", "must be a duration such as 30s"},
+		// 2 × renewInterval ≤ 0.99 × ttl − 2ms (issue 10, item 8).
 		{"renewInterval equal to ttl", obj{"ttl": "10s", "renewInterval": "10s", "redis": standalone()},
-			"spec.renewInterval", "must be shorter than ttl"},
+			"spec.renewInterval", "must leave room for a renewal inside the lease: 2 × renewInterval ≤ 0.99 × ttl − 2ms (e.g. ttl 30s allows up to 14.849s)"},
 		{"renewInterval above the default ttl", obj{"renewInterval": "1m", "redis": standalone()},
-			"spec.renewInterval", "must be shorter than ttl"},
+			"spec.renewInterval", "must leave room for a renewal inside the lease"},
+		{"renewInterval just shorter than ttl", obj{"ttl": "30s", "renewInterval": "29s", "redis": standalone()},
+			"spec.renewInterval", "must leave room for a renewal inside the lease"},
+		{"renewInterval 1ns past the bound for ttl 30s", obj{"ttl": "30s", "renewInterval": "14.849000001s", "redis": standalone()},
+			"spec.renewInterval", "must leave room for a renewal inside the lease"},
+		{"renewInterval half the default ttl", obj{"renewInterval": "15s", "redis": standalone()},
+			"spec.renewInterval", "must leave room for a renewal inside the lease"},
+		{"renewInterval past the bound for the shortest ttl", obj{"ttl": "100ms", "renewInterval": "48500001ns", "redis": standalone()},
+			"spec.renewInterval", "must leave room for a renewal inside the lease"},
+		{"renewInterval past the bound for the longest ttl", obj{"ttl": "24h", "renewInterval": "11h52m48s", "redis": standalone()},
+			"spec.renewInterval", "must leave room for a renewal inside the lease"},
+		{"renewInterval of 100000h", obj{"ttl": "1h", "renewInterval": "100000h", "redis": standalone()},
+			"spec.renewInterval", "must leave room for a renewal inside the lease"},
 		{"renewInterval below 10ms", obj{"renewInterval": "1ms", "redis": standalone()},
 			"spec.renewInterval", "must be at least 10ms"},
 		{"renewInterval not a duration", obj{"renewInterval": "often", "redis": standalone()},
@@ -283,7 +296,10 @@ func TestValidAccepted(t *testing.T) {
 		{"standalone on an IPv4 address, db 15", obj{"redis": obj{"mode": "Standalone", "addresses": list("10.0.0.7:6379"), "db": 15}}},
 		{"standalone on an IPv6 address", obj{"redis": obj{"mode": "Standalone", "addresses": list("[fd00::7]:6379")}}},
 		{"shortest ttl, shortest renewal", obj{"ttl": "100ms", "renewInterval": "10ms", "redis": standalone()}},
-		{"longest ttl", obj{"ttl": "24h", "renewInterval": "23h59m59s", "redis": standalone()}},
+		{"longest ttl, longest renewal", obj{"ttl": "24h", "renewInterval": "11h52m47.999s", "redis": standalone()}},
+		{"renewal at the bound for ttl 30s", obj{"ttl": "30s", "renewInterval": "14.849s", "redis": standalone()}},
+		{"renewal at the bound for the default ttl", obj{"renewInterval": "14849ms", "redis": standalone()}},
+		{"renewal at the bound for the shortest ttl", obj{"ttl": "100ms", "renewInterval": "48.5ms", "redis": standalone()}},
 		{"fractional durations", obj{"ttl": "1.5s", "renewInterval": "333.333333ms", "redis": standalone()}},
 		{"renewal in microseconds", obj{"ttl": "100ms", "renewInterval": "33333µs", "redis": standalone()}},
 		{"key of 512 bytes", obj{"key": strings.Repeat("k", 512), "redis": standalone()}},
@@ -515,6 +531,20 @@ func TestDefaults(t *testing.T) {
 
 // TestGoHelpers checks the helpers on objects that never met the API server.
 func TestGoHelpers(t *testing.T) {
+	for ttl, want := range map[time.Duration]time.Duration{
+		30 * time.Second:       14849 * time.Millisecond,
+		100 * time.Millisecond: 48500 * time.Microsecond,
+		10 * time.Second:       4949 * time.Millisecond,
+		24 * time.Hour:         11*time.Hour + 52*time.Minute + 47999*time.Millisecond,
+		2 * time.Millisecond:   0,
+	} {
+		if got := v1alpha1.MaxRenewInterval(ttl); got != want {
+			t.Errorf("MaxRenewInterval(%v) = %v, want %v", ttl, got, want)
+		}
+		if got := v1alpha1.MaxRenewInterval(ttl); got > 0 && 2*got > ttl-ttl/100-2*time.Millisecond {
+			t.Errorf("MaxRenewInterval(%v) = %v breaks 2 × renewInterval ≤ 0.99 × ttl − 2ms", ttl, got)
+		}
+	}
 	var s v1alpha1.DistributedLockSpec
 	if s.TTLOrDefault() != 30*time.Second || !s.FencingEnabled() {
 		t.Errorf("zero spec: TTLOrDefault %v FencingEnabled %v, want 30s true", s.TTLOrDefault(), s.FencingEnabled())
