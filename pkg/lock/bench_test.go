@@ -78,6 +78,43 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	}
 }
 
+// Under WithReplicaAck(1) on a master with one replica: acquire+release,
+// and a renewal (the WAIT rides in one pipeline with the script).
+func BenchmarkReplicaAck(b *testing.B) {
+	g := redistest.StartReplicated(b, 1)
+	ctx := context.Background()
+	l, err := lock.New(g.Master.Client(b), lock.WithReplicaAck(1, time.Second), lock.WithoutWatchdog())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	b.Run("acquire+release", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			lease, err := l.TryAcquire(ctx, "acked")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := lease.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("renew", func(b *testing.B) {
+		lease, err := l.TryAcquire(ctx, "renewed")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer lease.Release(ctx)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := lease.Renew(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // Contended hand-off: W goroutines over two Lockers take turns on one key,
 // holding it for no time. Each op is one hand-off; the release message wakes
 // the next waiter.

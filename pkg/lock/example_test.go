@@ -75,3 +75,29 @@ func ExampleLease_Done() {
 	// true
 	// true
 }
+
+func ExampleLocker_Mutex() {
+	client := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer client.Close()
+	locker, err := lock.New(client, lock.WithIdentity("worker-2"))
+	if err != nil {
+		panic(err)
+	}
+	defer locker.Close()
+	ctx := context.Background()
+
+	settle := locker.Mutex("example/mutex") // bound to its key: pass it around
+	lease, err := settle.Acquire(ctx)
+	if err != nil {
+		panic(err)
+	}
+	h, err := settle.Inspect(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(lease.Key(), "held by", lease.Identity(), "- Redis agrees:", h.Held && h.Identity == lease.Identity())
+	fmt.Println(lease.Release(ctx))
+	// Output:
+	// example/mutex held by worker-2 - Redis agrees: true
+	// <nil>
+}

@@ -49,6 +49,10 @@ func (s *Lease) start() {
 // Key returns the lock key.
 func (s *Lease) Key() string { return s.key }
 
+// Identity returns the holder identity this lease was taken under
+// (WithIdentity, or DefaultIdentity): what observers see as the holder.
+func (s *Lease) Identity() string { return s.locker.cfg.identity }
+
 // Value returns the ownership proof written to Redis. Treat it as a secret:
 // whoever has it can release or renew this lease. Never log it.
 func (s *Lease) Value() string { return s.value }
