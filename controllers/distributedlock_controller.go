@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/backoff"
 	"github.com/redlease/redlease/internal/redisprobe"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -230,13 +231,12 @@ func (r *DistributedLockReconciler) now() time.Time { return r.opts.Clock.Now() 
 // second up to the probe interval for a lock that is not.
 func (r *DistributedLockReconciler) requeueAfter(st *lockState, ready bool) time.Duration {
 	interval := r.opts.ProbeInterval
+	st.retry.Min, st.retry.Max = time.Second, interval
 	if ready {
-		st.failures = 0
+		st.retry.Reset()
 		return interval + time.Duration(rand.Int64N(int64(interval)/10+1))
 	}
-	st.failures++
-	d := time.Second << min(st.failures-1, 16)
-	return min(d, interval)
+	return st.retry.Step()
 }
 
 // stateStore is what the reconciler remembers about each lock between
@@ -249,7 +249,7 @@ type stateStore struct {
 
 type lockState struct {
 	uid      types.UID
-	failures int
+	retry    backoff.Exponential // from one second up to the probe interval
 
 	mu    sync.Mutex
 	key   string

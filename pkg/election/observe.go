@@ -9,11 +9,12 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/internal/backoff"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
-// observer follows who holds the key, for OnNewLeader and to wake the
-// candidate. It never polls at a fixed interval. What it learns from:
+// observer follows who holds the key, for OnNewLeader (the candidate's own
+// wait is lock.Mutex.Acquire's). It never polls at a fixed interval. What it learns from:
 //
 //   - "acquired <identity>" on the key's events channel: a new leader;
 //   - "released": the key is free;
@@ -27,13 +28,13 @@ type observer struct {
 	log    logr.Logger
 	leader string // last identity reported; "" when none or the key was seen free
 	expiry *time.Timer
-	retry  time.Duration // backoff of failed GETs
+	retry  backoff.Exponential // of failed GETs
 }
 
 func newObserver(e *elector) *observer {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &observer{e: e, log: e.log.WithName("observer"), expiry: t, retry: minBackoff}
+	return &observer{e: e, log: e.log.WithName("observer"), expiry: t, retry: backoff.Exponential{Min: minBackoff, Max: maxBackoff}}
 }
 
 func (o *observer) run(ctx context.Context) {
@@ -85,7 +86,7 @@ func (o *observer) message(ctx context.Context, payload string) {
 // refresh reads the holder and its PTTL in one transaction and arms the
 // expiry timer. With authoritative, a holder other than the one last
 // reported is reported, and a free key resets the leader; without it,
-// only the timer is armed (and a free key wakes the candidate).
+// only the timer is armed.
 func (o *observer) refresh(ctx context.Context, authoritative bool) {
 	key := o.e.cfg.Key
 	var (
@@ -99,21 +100,19 @@ func (o *observer) refresh(ctx context.Context, authoritative bool) {
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		if ctx.Err() == nil {
-			wait := jitter(o.retry)
-			o.retry = min(2*o.retry, maxBackoff)
+			wait := o.retry.Next()
 			o.log.Info("reading the holder failed; retrying", "error", err.Error(), "retryIn", wait)
 			o.expiry.Reset(wait)
 		}
 		return
 	}
-	o.retry = minBackoff
+	o.retry.Reset()
 	value, err := get.Result()
 	if errors.Is(err, redis.Nil) {
 		o.expiry.Stop()
 		if authoritative {
 			o.leader = ""
 		}
-		o.e.wakeCandidate()
 		return
 	}
 	if authoritative {
@@ -127,18 +126,17 @@ func (o *observer) refresh(ctx context.Context, authoritative bool) {
 	case d >= 0:
 		// Redis deletes an expired key when it is next read: a GET just
 		// after the PTTL sees it gone (or renewed, or someone else's).
-		o.expiry.Reset(d + jitter(minBackoff))
+		o.expiry.Reset(d + backoff.Jitter(minBackoff))
 	default:
 		// -1: no TTL (not a lease of this library); only messages move on.
 		o.expiry.Stop()
 	}
 }
 
-// free records that the key is free and wakes the candidate.
+// free records that the key is free.
 func (o *observer) free() {
 	o.leader = ""
 	o.expiry.Stop()
-	o.e.wakeCandidate()
 }
 
 // report calls OnNewLeader when identity is not the leader last reported.

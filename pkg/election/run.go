@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/redlease/redlease/internal/backoff"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
 const (
-	// minBackoff is the first wait after a failed attempt, and the jitter
-	// added to waits for a holder's TTL.
+	// minBackoff is the first wait after a failed attempt.
 	minBackoff = 10 * time.Millisecond
 	// maxBackoff caps the wait between attempts while Redis fails.
 	maxBackoff = time.Second
@@ -46,8 +45,8 @@ func Run(ctx context.Context, cfg Config) error {
 	e := &elector{
 		cfg:    cfg,
 		locker: locker,
+		mutex:  locker.Mutex(cfg.Key),
 		log:    cfg.Logger.WithValues("key", cfg.Key, "identity", cfg.Identity),
-		wake:   make(chan struct{}, 1),
 	}
 	// The observer outlives ctx until Run returns, so that OnNewLeader keeps
 	// reporting while a leader steps down; it keeps ctx's values.
@@ -74,67 +73,40 @@ func Run(ctx context.Context, cfg Config) error {
 type elector struct {
 	cfg    Config
 	locker *lock.Locker
+	mutex  *lock.Mutex
 	log    logr.Logger
-	// wake is signalled by the observer when the key was released or found
-	// free: a waiting candidate tries again at once.
-	wake chan struct{}
 }
 
-// campaign tries to acquire the key until it does (lease), ctx ends (nil,
-// nil) or an error that no retry can fix occurs. It never polls: between
-// attempts it waits for the holder's TTL to run out, or for the observer to
-// see the key released or free, or (after errors) for a backoff.
+// campaign waits for the key (lock.Mutex.Acquire: woken by its release,
+// or when the holder's TTL runs out, never polling) until it holds it
+// (lease), ctx ends (nil, nil) or an error that no retry can fix occurs;
+// other errors are retried after a backoff.
 func (e *elector) campaign(ctx context.Context) (*lock.Lease, error) {
-	backoff := minBackoff
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
+	retry := backoff.Exponential{Min: minBackoff, Max: maxBackoff}
 	for {
-		if ctx.Err() != nil {
-			return nil, nil
-		}
-		lease, err := e.locker.TryAcquire(ctx, e.cfg.Key)
-		if err == nil && ctx.Err() != nil {
+		lease, err := e.mutex.Acquire(ctx)
+		switch {
+		case err == nil && ctx.Err() != nil:
 			// Acquired as ctx ended: give the key back without leading.
 			rctx, cancel := context.WithTimeout(context.Background(), e.cfg.TTL)
 			_ = lease.Release(rctx)
 			cancel()
 			return nil, nil
-		}
-		if err == nil {
+		case err == nil:
 			return lease, nil
-		}
-		var (
-			held *lock.NotAcquiredError
-			wait time.Duration
-		)
-		switch {
 		case ctx.Err() != nil:
 			return nil, nil
-		case errors.As(err, &held) && held.HolderTTL > 0:
-			backoff = minBackoff
-			// The observer wakes us a little earlier when the key expires;
-			// this is the fallback when it cannot.
-			wait = held.HolderTTL + minBackoff + jitter(minBackoff)
-		case errors.As(err, &held):
-			// The key has no TTL (not written by this library), or the
-			// attempt's validity ran out before it completed: back off.
-			e.log.V(1).Info("key held without a TTL, or the attempt came too late; backing off", "reason", err.Error())
-			wait = jitter(backoff)
-			backoff = min(2*backoff, maxBackoff)
 		case errors.Is(err, lock.ErrInvalidConfig), errors.Is(err, lock.ErrClosed):
 			return nil, fmt.Errorf("election: %w", err)
-		default:
-			wait = jitter(backoff)
-			backoff = min(2*backoff, maxBackoff)
-			e.log.Info("acquisition attempt failed; retrying", "error", err.Error(), "retryIn", wait)
 		}
-		timer.Reset(wait)
+		wait := retry.Next()
+		e.log.Info("acquisition failed; retrying", "error", err.Error(), "retryIn", wait)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil, nil
-		case <-e.wake:
-		case <-timer.C:
+		case <-t.C:
 		}
 	}
 }
@@ -238,21 +210,4 @@ func (e *elector) closeLocker() {
 	if err := e.locker.Close(); err != nil && !errors.Is(err, lock.ErrClosed) {
 		e.log.Info("closing the locker", "error", err.Error())
 	}
-}
-
-// wakeCandidate makes a waiting campaign try again now.
-func (e *elector) wakeCandidate() {
-	select {
-	case e.wake <- struct{}{}:
-	default:
-	}
-}
-
-// jitter returns a duration drawn uniformly from [d/2, d], so candidates
-// that wait for the same moment do not all ask Redis at once.
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2+1)
 }

@@ -401,8 +401,8 @@ func TestClosedLockerRefusesWork(t *testing.T) {
 	if !errors.Is(lease.Err(), lock.ErrReleased) {
 		t.Fatalf("lease after Close: %v, want released", lease.Err())
 	}
-	if _, err := l.TryAcquire(t.Context()); !errors.Is(err, kube.ErrClosed) {
-		t.Fatalf("TryAcquire after Close = %v, want ErrClosed", err)
+	if _, err := l.TryAcquire(t.Context()); !errors.Is(err, kube.ErrClosed) || !errors.Is(err, lock.ErrClosed) {
+		t.Fatalf("TryAcquire after Close = %v, want kube.ErrClosed wrapping lock.ErrClosed", err)
 	}
 	if _, err := kube.NewLocker(t.Context(), podConfig(t, env, env.Namespace(t)), ns, "closing"); err == nil {
 		t.Fatal("a ServiceAccount without access to the namespace could read the lock")

@@ -15,8 +15,9 @@ import (
 	"github.com/redlease/redlease/pkg/lock"
 )
 
-// ErrClosed is returned by a Locker's methods after Close.
-var ErrClosed = errors.New("kube: locker closed")
+// ErrClosed is returned by a Locker's methods after Close. It wraps
+// lock.ErrClosed, so errors.Is(err, lock.ErrClosed) holds too.
+var ErrClosed = fmt.Errorf("kube: %w", lock.ErrClosed)
 
 // ErrRebinding reports an acquisition refused because the DistributedLock
 // now names another lock — another effective key, mode, db, addresses,

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/backoff"
 )
 
 func newScheme() (*runtime.Scheme, error) {
@@ -27,7 +27,7 @@ func newScheme() (*runtime.Scheme, error) {
 // re-listing after the watch ends (API server restarts, timeouts, 410 Gone).
 func (l *Locker) follow(ctx context.Context, c client.WithWatch, resourceVersion string) {
 	defer close(l.watchDone)
-	backoff := 100 * time.Millisecond
+	retry := backoff.Exponential{Min: 100 * time.Millisecond, Max: 10 * time.Second}
 	for ctx.Err() == nil {
 		w, err := c.Watch(ctx, &v1alpha1.DistributedLockList{},
 			client.InNamespace(l.namespace),
@@ -35,14 +35,13 @@ func (l *Locker) follow(ctx context.Context, c client.WithWatch, resourceVersion
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: resourceVersion, AllowWatchBookmarks: true}})
 		if err == nil {
 			resourceVersion = l.drain(ctx, w, resourceVersion)
-			backoff = 100 * time.Millisecond
+			retry.Reset()
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff/2 + rand.N(backoff/2)):
+		case <-time.After(retry.Next()):
 		}
-		backoff = min(2*backoff, 10*time.Second)
 		// Re-read: the resource may have changed while no watch was open.
 		var dl v1alpha1.DistributedLock
 		if err := c.Get(ctx, client.ObjectKey{Namespace: l.namespace, Name: l.name}, &dl); err == nil {

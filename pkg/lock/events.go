@@ -24,6 +24,7 @@ const subscriptionLinger = 30 * time.Second
 // runs out, so a lost message costs latency, never progress.
 type events struct {
 	clients []redis.UniversalClient
+	clock   Clock
 
 	mu       sync.Mutex
 	subs     []*redis.PubSub // one per client, created with the first waiter
@@ -71,8 +72,8 @@ func (w *waiter) spent() {
 	}
 }
 
-func newEvents(clients []redis.UniversalClient) *events {
-	return &events{clients: clients, channels: map[string]*channelWaiters{}}
+func newEvents(clients []redis.UniversalClient, clock Clock) *events {
+	return &events{clients: clients, clock: clock, channels: map[string]*channelWaiters{}}
 }
 
 // wait registers a waiter for key's channel, subscribing if needed. seen is
@@ -160,7 +161,7 @@ func (e *events) done(w *waiter, failed bool) {
 		}
 	}
 	if len(cw.queue) == 0 && !e.closed && cw.idle == nil {
-		cw.idle = time.AfterFunc(subscriptionLinger, func() { e.expire(w.ch, cw) })
+		cw.idle = e.clock.AfterFunc(subscriptionLinger, func() { e.expire(w.ch, cw) })
 	}
 }
 
@@ -200,10 +201,8 @@ func (e *events) loop(ctx context.Context, sub int, ps *redis.PubSub) {
 				continue
 			}
 			// go-redis reconnects and resubscribes on the next receive.
-			select {
-			case <-ctx.Done():
+			if !e.pause(ctx, 100*time.Millisecond) {
 				return
-			case <-time.After(100 * time.Millisecond):
 			}
 			continue
 		}
@@ -217,6 +216,19 @@ func (e *events) loop(ctx context.Context, sub int, ps *redis.PubSub) {
 				e.released(m.Channel)
 			}
 		}
+	}
+}
+
+// pause waits d on the Locker's clock; false when ctx ended first.
+func (e *events) pause(ctx context.Context, d time.Duration) bool {
+	fired := make(chan struct{})
+	t := e.clock.AfterFunc(d, func() { close(fired) })
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-fired:
+		return true
 	}
 }
 

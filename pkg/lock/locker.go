@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/internal/backoff"
 )
 
 // Locker hands out leases on keys of one Redis deployment (New) or of a set
@@ -57,7 +58,7 @@ func newLocker(cfg config, b backend) (*Locker, error) {
 	return &Locker{
 		cfg:     cfg,
 		backend: b,
-		events:  newEvents(b.subscribers()),
+		events:  newEvents(b.subscribers(), cfg.clock),
 		metrics: m,
 		leases:  map[*Lease]struct{}{},
 		closing: make(chan struct{}),
@@ -88,7 +89,7 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
 
 func (l *Locker) acquire(ctx context.Context, key string) (lease *Lease, err error) {
 	var (
-		backoff = l.cfg.backoffMin
+		retry   = backoff.Exponential{Min: l.cfg.backoffMin, Max: l.cfg.backoffMax}
 		lastErr error
 		warned  bool
 	)
@@ -117,8 +118,8 @@ func (l *Locker) acquire(ctx context.Context, key string) (lease *Lease, err err
 		switch {
 		case errors.As(err, &held) && held.HolderTTL >= 0:
 			w.spent() // someone else took the release this waiter was woken by
-			wait = held.HolderTTL + jitter(l.cfg.backoffMin)
-			backoff = l.cfg.backoffMin
+			wait = held.HolderTTL + backoff.Jitter(l.cfg.backoffMin)
+			retry.Reset()
 		case errors.As(err, &held):
 			// A key without TTL was not written by this library and may
 			// stay forever: back off instead of polling it, and say so.
@@ -128,11 +129,9 @@ func (l *Locker) acquire(ctx context.Context, key string) (lease *Lease, err err
 				l.metrics.keysWithoutTTL.Inc()
 				l.cfg.logger.Info("lock key exists without a TTL (not set by redlease?); backing off until it is deleted", "key", key)
 			}
-			wait = jitter(backoff)
-			backoff = min(2*backoff, l.cfg.backoffMax)
+			wait = retry.Next()
 		case retryable(err):
-			wait = jitter(backoff)
-			backoff = min(2*backoff, l.cfg.backoffMax)
+			wait = retry.Next()
 		default:
 			return nil, err
 		}
@@ -329,13 +328,4 @@ func retryable(err error) bool {
 		return false
 	}
 	return true
-}
-
-// jitter returns a duration uniformly drawn from [d/2, d], so waiters that
-// started together do not retry together.
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2+1)
 }
