@@ -177,7 +177,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) int {
 	case <-done:
 		return cmd.ProcessState.ExitCode()
 	case <-time.After(within):
-		t.Fatalf("lockctl still running %v after its lease was lost", within)
+		t.Fatalf("lockctl still running after %v", within)
 		return -1
 	}
 }

@@ -31,10 +31,15 @@ COMMAND gets LOCK_KEY, LOCK_FENCE (pass it to the store you write to, so it
 can refuse a stale holder) and LOCK_HOLDER in its environment — never the
 lock value: environments are readable in /proc.
 
-If the lease is lost while COMMAND runs (Redis unreachable past the TTL, the
-key taken from outside), COMMAND gets SIGTERM, then SIGKILL after --grace,
-and lockctl exits 4. SIGINT and SIGTERM sent to lockctl are forwarded to
-COMMAND.`,
+COMMAND runs in its own process group, with everything it starts. If the
+lease is lost while COMMAND runs (Redis unreachable past the TTL, the key
+taken from outside), the whole group gets SIGTERM, then SIGKILL after --grace,
+and lockctl exits 4. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to lockctl end
+a wait for the lock, and while COMMAND runs are forwarded to its group: a
+terminal's Ctrl-C reaches lockctl, which forwards it (COMMAND, outside the
+terminal's foreground group, cannot read the terminal). If lockctl itself is
+SIGKILLed, the kernel kills COMMAND; COMMAND's own children may survive
+unless lockctl's death ends their container.`,
 		Example: `  lockctl run --lock billing/nightly-settlement --wait 5m -- ./settle --date today
   lockctl run --redis redis://localhost:6379 --key reports --ttl 30s -- make report`,
 		Args: usage(cobra.MinimumNArgs(1)),
@@ -52,7 +57,7 @@ COMMAND.`,
 	}
 	target.register(cmd.Flags())
 	wait.register(cmd.Flags())
-	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "after a lost lease, how long COMMAND gets between SIGTERM and SIGKILL")
+	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "after a lost lease, how long COMMAND's process group gets between SIGTERM and SIGKILL")
 	return cmd
 }
 
@@ -70,29 +75,23 @@ func run(s *session, stderr io.Writer, grace time.Duration, argv []string) error
 	child.Env = append(os.Environ(),
 		"LOCK_KEY="+l.Key(),
 		"LOCK_FENCE="+strconv.FormatUint(lease.Fence(), 10),
-		"LOCK_HOLDER="+lock.IdentityFromValue(lease.Value()),
+		"LOCK_HOLDER="+lease.Identity(),
 	)
-	if err := child.Start(); err != nil {
+	exited, err := startChild(child)
+	if err != nil {
 		return exit(ExitNoChild, fmt.Errorf("starting %s: %w", argv[0], err))
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
+	pgid := child.Process.Pid // the child leads its own group
 
 	for {
 		select {
 		case err := <-exited:
 			return childExit(err)
 		case sig := <-s.signals:
-			_ = child.Process.Signal(sig)
+			_ = signalGroup(pgid, sig.(syscall.Signal)) // the session asks only for syscall signals
 		case <-lease.Done():
 			fmt.Fprintf(stderr, "lockctl: lease on %s lost while %s ran: %v; stopping it\n", l.Key(), argv[0], lease.Err())
-			_ = child.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(grace):
-				_ = child.Process.Kill()
-				<-exited
-			}
+			stopGroup(pgid, exited, grace)
 			return exit(ExitLeaseLost, fmt.Errorf("lease lost: %w", lease.Err()))
 		}
 	}

@@ -26,9 +26,14 @@ func (w *waitFlag) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&w.d, "wait", 0, "how long to wait for the lock; 0 fails at once if it is held (default: wait until interrupted)")
 }
 
+// stopSignals are the signals that ask lockctl to stop: they cancel the wait
+// for the lock and afterwards are the command's to handle (forward, or stop
+// holding). SIGHUP and SIGQUIT are among them because their default action
+// would kill lockctl and leave its child running.
+var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
 // session is a command's hold on a lock: the lock it opened, the lease, and
-// SIGINT/SIGTERM, which cancel the wait and afterwards are the command's to
-// handle (forward, or stop holding).
+// the stopSignals received.
 type session struct {
 	locker
 	lease   *lock.Lease
@@ -39,7 +44,7 @@ type session struct {
 // the session.
 func takeLock(cmd *cobra.Command, target *targetFlags, wait waitFlag) (*session, error) {
 	s := &session{signals: make(chan os.Signal, 4)}
-	signal.Notify(s.signals, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(s.signals, stopSignals...)
 	l, err := target.open(cmd.Context())
 	if err != nil {
 		signal.Stop(s.signals)
@@ -53,7 +58,7 @@ func takeLock(cmd *cobra.Command, target *targetFlags, wait waitFlag) (*session,
 	return s, nil
 }
 
-// acquire waits as --wait says, cancelled by SIGINT/SIGTERM.
+// acquire waits as --wait says, cancelled by any of stopSignals.
 func (s *session) acquire(ctx context.Context, waitSet bool, wait time.Duration) (*lock.Lease, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
