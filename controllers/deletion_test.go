@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -25,7 +26,7 @@ func TestDeletion(t *testing.T) {
 		t.Errorf("finalizers %v", dl.Finalizers)
 	}
 	locker := newLocker(t, srv.Client(t), lock.WithIdentity("survivor"), lock.WithTTL(20*time.Second))
-	key := lock.DefaultKey(h.ns, "doomed")
+	key := protocol.DefaultKey(h.ns, "doomed")
 	lease, err := locker.TryAcquire(h.ctx(), key)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func TestDeletion(t *testing.T) {
 		return nil
 	})
 	rc := srv.Client(t)
-	if n, err := rc.Exists(h.ctx(), key, lock.FenceKey(key)).Result(); err != nil || n != 2 {
+	if n, err := rc.Exists(h.ctx(), key, protocol.FenceKey(key)).Result(); err != nil || n != 2 {
 		t.Errorf("after the deletion EXISTS lock key and fence counter = %d, %v; want both kept", n, err)
 	}
 	if err := lease.Renew(h.ctx()); err != nil {

@@ -35,8 +35,8 @@ import (
 
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/backoff"
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redisprobe"
-	"github.com/redlease/redlease/pkg/lock"
 )
 
 // RBAC of the manager, generated into config/rbac/role.yaml. Least
@@ -131,7 +131,7 @@ func (r *DistributedLockReconciler) Reconcile(ctx context.Context, req reconcile
 
 	key := dl.Spec.Key
 	if key == "" {
-		key = lock.DefaultKey(dl.Namespace, dl.Name)
+		key = protocol.DefaultKey(dl.Namespace, dl.Name)
 	}
 	st.setKey(key)
 
@@ -171,7 +171,7 @@ func (r *DistributedLockReconciler) Reconcile(ctx context.Context, req reconcile
 		}
 	}()
 
-	if verr := lock.ValidateKey(key); verr != nil {
+	if verr := protocol.ValidateKey(key); verr != nil {
 		rd.fail(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("spec.key cannot be used: %v", verr))
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("DistributedLock %s: %w", req.NamespacedName, verr))
 	}
@@ -248,8 +248,8 @@ type stateStore struct {
 }
 
 type lockState struct {
-	uid      types.UID
-	retry    backoff.Exponential // from one second up to the probe interval
+	uid   types.UID
+	retry backoff.Exponential // from one second up to the probe interval
 
 	mu    sync.Mutex
 	key   string

@@ -11,8 +11,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/redlease/redlease/api/v1alpha1"
-	"github.com/redlease/redlease/internal/redisprobe"
-	"github.com/redlease/redlease/pkg/lock"
+	"github.com/redlease/redlease/internal/protocol"
 )
 
 // unrecognizedHolder is the identity shown for a lock key whose value this
@@ -40,14 +39,14 @@ func (r *DistributedLockReconciler) observeHolder(ctx context.Context, rd *round
 	}
 	type read struct {
 		e   *endpoint
-		h   redisprobe.Holder
+		h   protocol.Holder
 		err error
 	}
 	reads := make([]read, len(sources))
 	var wg sync.WaitGroup
 	for i, e := range sources {
 		wg.Go(func() {
-			h, err := redisprobe.ReadHolder(ctx, e.client, rd.key)
+			h, err := protocol.ReadHolder(ctx, e.client, rd.key)
 			reads[i] = read{e: e, h: h, err: err}
 		})
 	}
@@ -115,7 +114,7 @@ func (r *DistributedLockReconciler) observeHolder(ctx context.Context, rd *round
 			if !rr.h.FenceSet || clampInt64(rr.h.Fence) >= prevHW {
 				continue
 			}
-			raised, err := redisprobe.RaiseFence(ctx, rr.e.client, rd.key, uint64(highWater))
+			raised, err := protocol.RaiseFence(ctx, rr.e.client, rd.key, uint64(highWater))
 			if err != nil {
 				log.Info("cannot raise the fence counter", "server", rr.e.addr, "error", err.Error())
 				continue
@@ -125,7 +124,7 @@ func (r *DistributedLockReconciler) observeHolder(ctx context.Context, rd *round
 			}
 			fenceFloorRaised.Inc()
 			note := fmt.Sprintf("fence counter %s on %s was %d, below fenceHighWater %d (a clock went back or a failover lost increments): raised to %d, so the next lease gets a fence above every fence seen",
-				lock.FenceKey(rd.key), rr.e.addr, rr.h.Fence, prevHW, highWater)
+				protocol.FenceKey(rd.key), rr.e.addr, rr.h.Fence, prevHW, highWater)
 			rd.raised = append(rd.raised, note)
 			log.Info("raised the fence floor", "server", rr.e.addr, "was", rr.h.Fence, "now", highWater)
 			r.recorder.Eventf(rd.dl, nil, corev1.EventTypeWarning, v1alpha1.ReasonFenceFloorRaised, "RaiseFence", "%s", note)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -61,7 +62,7 @@ func TestHolder(t *testing.T) {
 	h.waitFor("held", "Ready", isReady)
 
 	locker := newLocker(t, srv.Client(t), lock.WithIdentity("settle-7f9c-x2"), lock.WithTTL(10*time.Second))
-	lease, err := locker.TryAcquire(h.ctx(), lock.DefaultKey(h.ns, "held"))
+	lease, err := locker.TryAcquire(h.ctx(), protocol.DefaultKey(h.ns, "held"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestFenceFloor(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	srv := redistest.StartStandalone(t)
 	h.create("floor", standaloneSpec(srv.Addr()))
-	key := lock.DefaultKey(h.ns, "floor")
+	key := protocol.DefaultKey(h.ns, "floor")
 	rc := srv.Client(t)
 	locker := newLocker(t, rc, lock.WithIdentity("writer"), lock.WithTTL(10*time.Second))
 
@@ -152,13 +153,13 @@ func TestFenceFloor(t *testing.T) {
 	top := max(seen[0], seen[1])
 
 	// A failover that lost increments, or a clock that went back.
-	if err := rc.Set(h.ctx(), lock.FenceKey(key), "5", 0).Err(); err != nil {
+	if err := rc.Set(h.ctx(), protocol.FenceKey(key), "5", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	ev := h.waitEvent("floor", corev1.EventTypeWarning, v1alpha1.ReasonFenceFloorRaised)
 	t.Logf("Event: %s", ev.Note)
 	h.eventually("the counter raised", func() error {
-		v, err := rc.Get(h.ctx(), lock.FenceKey(key)).Result()
+		v, err := rc.Get(h.ctx(), protocol.FenceKey(key)).Result()
 		if err != nil {
 			return err
 		}
@@ -187,7 +188,7 @@ func TestIdleReconcilesDoNotWrite(t *testing.T) {
 	srv := redistest.StartStandalone(t)
 	h.create("idle", standaloneSpec(srv.Addr()))
 	locker := newLocker(t, srv.Client(t), lock.WithIdentity("renewer"), lock.WithTTL(time.Second))
-	lease, err := locker.TryAcquire(h.ctx(), lock.DefaultKey(h.ns, "idle"))
+	lease, err := locker.TryAcquire(h.ctx(), protocol.DefaultKey(h.ns, "idle"))
 	if err != nil {
 		t.Fatal(err)
 	}

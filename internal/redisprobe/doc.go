@@ -7,7 +7,7 @@
 // It connects only with the credentials it is given: the controller passes
 // those a DistributedLock references, so the operator can never do more to a
 // server than the lock's owner could. A lock value read from Redis is turned
-// into the holder identity at once (lock.IdentityFromValue) and never kept,
+// into the holder identity at once (protocol.IdentityFromValue) and never kept,
 // returned or put into an error.
 //
 // Every operation is bounded by short client timeouts and does not retry: the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -125,8 +126,8 @@ func TestProbeConfigHolder(t *testing.T) {
 	if err := ApplyReplicaSettings(ctx, c, ReplicaSettings{}); err != nil { // no replicas here
 		t.Fatal(err)
 	}
-	h, err := ReadHolder(ctx, c, "k")
-	if err != nil || h != (Holder{}) {
+	h, err := protocol.ReadHolder(ctx, c, "k")
+	if err != nil || h != (protocol.Holder{}) {
 		t.Errorf("ReadHolder on a free lock = %+v, %v", h, err)
 	}
 	l, err := lock.New(srv.Client(t), lock.WithIdentity("me"))
@@ -138,20 +139,20 @@ func TestProbeConfigHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err = ReadHolder(ctx, c, "k")
+	h, err = protocol.ReadHolder(ctx, c, "k")
 	if err != nil || !h.Held || h.Identity != "me" || !h.FenceSet || h.Fence != lease.Fence() {
 		t.Errorf("ReadHolder = %+v, %v; want me with fence %d", h, err, lease.Fence())
 	}
-	if raised, err := RaiseFence(ctx, c, "k", lease.Fence()-1); err != nil || raised {
+	if raised, err := protocol.RaiseFence(ctx, c, "k", lease.Fence()-1); err != nil || raised {
 		t.Errorf("RaiseFence below the counter = %v, %v; want no change", raised, err)
 	}
-	if raised, err := RaiseFence(ctx, c, "k", lease.Fence()+100); err != nil || !raised {
+	if raised, err := protocol.RaiseFence(ctx, c, "k", lease.Fence()+100); err != nil || !raised {
 		t.Errorf("RaiseFence above = %v, %v", raised, err)
 	}
 	if err := c.Set(ctx, "foreign", "not-ours", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if h, err := ReadHolder(ctx, c, "foreign"); err != nil || !h.Held || h.Identity != "" {
+	if h, err := protocol.ReadHolder(ctx, c, "foreign"); err != nil || !h.Held || h.Identity != "" {
 		t.Errorf("ReadHolder of a foreign value = %+v, %v", h, err)
 	}
 }
@@ -197,9 +198,17 @@ func TestReplication(t *testing.T) {
 	g := redistest.StartReplicated(t, 1)
 	p := NewPool(PoolOptions{})
 	defer p.Close()
-	m, err := Probe(ctxT(t), poolClient(t, p, "o", Target{Addr: g.Master.Addr()}))
-	if err != nil {
-		t.Fatal(err)
+	// The master reports the replica online once it acknowledged the sync,
+	// a moment after redistest sees the link up: poll, far above that.
+	var m ServerInfo
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if m, err = Probe(ctxT(t), poolClient(t, p, "o", Target{Addr: g.Master.Addr()})); err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Replicas) == 1 && m.Replicas[0].Online || time.Now().After(deadline) {
+			break
+		}
 	}
 	r, err := Probe(ctxT(t), poolClient(t, p, "o", Target{Addr: g.Replicas[0].Addr()}))
 	if err != nil {

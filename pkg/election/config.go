@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -130,8 +131,8 @@ func (c *Config) complete() ([]lock.Option, error) {
 	if c.Identity == "" {
 		c.Identity = lock.DefaultIdentity()
 	}
-	if err := lock.ValidateIdentity(c.Identity); err != nil {
-		return nil, fmt.Errorf("election: %w", err)
+	if err := protocol.ValidateIdentity(c.Identity); err != nil {
+		return nil, invalid("%v", err)
 	}
 	switch {
 	case c.TTL < 0:

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/internal/backoff"
-	"github.com/redlease/redlease/pkg/lock"
+	"github.com/redlease/redlease/internal/protocol"
 )
 
 // observer follows who holds the key, for OnNewLeader (the candidate's own
@@ -39,7 +39,7 @@ func newObserver(e *elector) *observer {
 
 func (o *observer) run(ctx context.Context) {
 	defer o.expiry.Stop()
-	ps := o.e.cfg.Client.Subscribe(ctx, lock.EventsChannel(o.e.cfg.Key))
+	ps := o.e.cfg.Client.Subscribe(ctx, protocol.EventsChannel(o.e.cfg.Key))
 	// go-redis's goroutine behind this channel reconnects, resubscribes
 	// (delivering a new *redis.Subscription) and pings an idle connection;
 	// it closes the channel once the PubSub is closed.
@@ -116,7 +116,7 @@ func (o *observer) refresh(ctx context.Context, authoritative bool) {
 		return
 	}
 	if authoritative {
-		if id := lock.IdentityFromValue(value); id != "" {
+		if id := protocol.IdentityFromValue(value); id != "" {
 			o.report(id)
 		} else {
 			o.leader = "" // not written by this library: nobody to report

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -113,8 +114,8 @@ func NewResourceLock(client redis.UniversalClient, key, identity string, opts ..
 	if err := lock.ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("election: %w", err)
 	}
-	if err := lock.ValidateIdentity(identity); err != nil {
-		return nil, fmt.Errorf("election: %w", err)
+	if err := protocol.ValidateIdentity(identity); err != nil {
+		return nil, invalid("%v", err)
 	}
 	return l, nil
 }

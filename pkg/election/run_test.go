@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/election"
 	"github.com/redlease/redlease/pkg/lock"
@@ -236,7 +237,7 @@ func TestOnNewLeader(t *testing.T) {
 	ctx := context.Background()
 	const key, ttl = "new-leader", 500 * time.Millisecond
 
-	ghost1, _ := lock.NewValue("ghost-1")
+	ghost1, _ := protocol.NewValue("ghost-1")
 	if err := admin.Set(ctx, key, ghost1, 300*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestOnNewLeader(t *testing.T) {
 	}
 	// Replace the holder silently, as if its "acquired" message was lost:
 	// only the timer armed with ghost-1's PTTL can see it.
-	ghost2, _ := lock.NewValue("ghost-2")
+	ghost2, _ := protocol.NewValue("ghost-2")
 	if err := admin.Set(ctx, key, ghost2, 600*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +333,7 @@ func TestLeaderContextEndsWithTheLease(t *testing.T) {
 			broke.Store(&now)
 			switch how {
 			case "key taken":
-				other, _ := lock.NewValue("other")
+				other, _ := protocol.NewValue("other")
 				if err := admin.Set(context.Background(), key, other, time.Minute).Err(); err != nil {
 					t.Fatal(err)
 				}

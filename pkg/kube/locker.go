@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -95,7 +96,7 @@ func (l *Locker) Key() string {
 	if l.obj.Spec.Key != "" {
 		return l.obj.Spec.Key
 	}
-	return lock.DefaultKey(l.namespace, l.name)
+	return protocol.DefaultKey(l.namespace, l.name)
 }
 
 // TryAcquire makes one attempt (see lock.Locker.TryAcquire). A resource

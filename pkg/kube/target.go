@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -110,7 +111,7 @@ func resolve(ctx context.Context, c client.Reader, dl *v1alpha1.DistributedLock)
 		fencing: spec.FencingEnabled(),
 	}
 	if t.key == "" {
-		t.key = lock.DefaultKey(dl.Namespace, dl.Name)
+		t.key = protocol.DefaultKey(dl.Namespace, dl.Name)
 	}
 	t.id = identityOf(dl, t.key)
 	t.renew = lock.DefaultRenewInterval(t.ttl)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -134,7 +135,7 @@ func TestIdentity(t *testing.T) {
 			if dl.Spec.Key != "" {
 				return dl.Spec.Key
 			}
-			return lock.DefaultKey(dl.Namespace, dl.Name)
+			return protocol.DefaultKey(dl.Namespace, dl.Name)
 		}
 		a, b := identityOf(before, key(before)), identityOf(after, key(after))
 		if moves := a != b; moves != c.moves {

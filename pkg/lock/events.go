@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/internal/protocol"
 )
 
 // subscriptionLinger is how long a key's channel stays subscribed after its
@@ -79,7 +81,7 @@ func newEvents(clients []redis.UniversalClient, clock Clock) *events {
 // wait registers a waiter for key's channel, subscribing if needed. seen is
 // what join returned before the caller's failed attempt.
 func (e *events) wait(ctx context.Context, key string, seen uint64) (*waiter, error) {
-	ch := EventsChannel(key)
+	ch := protocol.EventsChannel(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -120,7 +122,7 @@ func (e *events) wait(ctx context.Context, key string, seen uint64) (*waiter, er
 // When nobody is waiting it returns nil and the number of "released"
 // messages seen so far, for wait to tell whether one slipped by.
 func (e *events) join(key string) (*waiter, uint64) {
-	ch := EventsChannel(key)
+	ch := protocol.EventsChannel(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	cw := e.channels[ch]

@@ -2,12 +2,12 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/internal/protocol"
 )
 
 // Holding is what Redis says about a key, without its value: who holds it,
@@ -41,29 +41,13 @@ func (s *single) inspect(ctx context.Context, key string) (Holding, error) {
 	return inspectOn(ctx, s.client, key)
 }
 
-// inspectOn reads one server in one round trip. The value goes no further
-// than this function.
+// inspectOn reads one server in one round trip.
 func inspectOn(ctx context.Context, c redis.Cmdable, key string) (Holding, error) {
-	h := Holding{Key: key}
-	var value, pttl, fence *redis.Cmd
-	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		value, pttl, fence = p.Do(ctx, "GET", key), p.Do(ctx, "PTTL", key), p.Do(ctx, "GET", FenceKey(key))
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return h, fmt.Errorf("lock: inspect %q: %w", key, err)
+	h, err := protocol.ReadHolder(ctx, c, key)
+	if err != nil {
+		return Holding{Key: key}, fmt.Errorf("lock: inspect: %w", err)
 	}
-	if v, err := value.Text(); err == nil {
-		h.Held, h.Identity = true, IdentityFromValue(v)
-		ms, _ := pttl.Int64()
-		h.TTL = time.Duration(ms) * time.Millisecond
-	}
-	if f, err := fence.Text(); err == nil {
-		if h.Fence, err = strconv.ParseUint(f, 10, 64); err != nil {
-			return h, fmt.Errorf("lock: inspect %q: fence counter %q: %w", key, f, err)
-		}
-	}
-	return h, nil
+	return Holding{Key: key, Identity: h.Identity, Held: h.Held, TTL: h.TTL, Fence: h.Fence}, nil
 }
 
 func (r *redlock) inspect(ctx context.Context, key string) (Holding, error) {

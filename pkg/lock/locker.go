@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/internal/backoff"
+	"github.com/redlease/redlease/internal/protocol"
 )
 
 // Locker hands out leases on keys of one Redis deployment (New) or of a set
@@ -194,9 +195,9 @@ func (l *Locker) try(ctx context.Context, key string) (*Lease, error) {
 	if l.isClosed() {
 		return nil, ErrClosed
 	}
-	value, err := NewValue(l.cfg.identity)
+	value, err := protocol.NewValue(l.cfg.identity)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lock: %w", err)
 	}
 	// Validity counts from before the request is sent: a reply read after a
 	// pause must not be credited with time that already passed.

@@ -5,6 +5,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redlease/redlease/internal/protocol"
 )
 
 // Option configures a Locker. Every option states its default.
@@ -162,7 +164,7 @@ func (c *config) validate() error {
 	case c.clock == nil:
 		return invalidConfig("nil clock")
 	}
-	return ValidateIdentity(c.identity)
+	return invalid(protocol.ValidateIdentity(c.identity))
 }
 
 // drift is the validity set aside for clock drift: ttl × factor + 2ms.

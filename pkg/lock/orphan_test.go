@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -31,7 +32,7 @@ func TestFailedAcquireLeavesNoKey(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			key := "orphan/" + strconv.Itoa(i)
-			if err := client.Set(ctx, lock.FenceKey(key), tt.counter, 0).Err(); err != nil {
+			if err := client.Set(ctx, protocol.FenceKey(key), tt.counter, 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 			lease, err := l.TryAcquire(ctx, key)
@@ -45,14 +46,14 @@ func TestFailedAcquireLeavesNoKey(t *testing.T) {
 			if n := client.Exists(ctx, key).Val(); n != 0 {
 				t.Fatalf("the failed attempt left %q locked for %v (error was %v)", key, client.PTTL(ctx, key).Val(), err)
 			}
-			if got := client.Get(ctx, lock.FenceKey(key)).Val(); got != tt.counter {
+			if got := client.Get(ctx, protocol.FenceKey(key)).Val(); got != tt.counter {
 				t.Fatalf("the counter changed to %q", got)
 			}
 		})
 	}
 	// Just below the limit is fine: the token is 2^53-1, still exact.
 	key := "orphan/below-the-limit"
-	client.Set(ctx, lock.FenceKey(key), strconv.FormatUint(1<<53-2, 10), 0)
+	client.Set(ctx, protocol.FenceKey(key), strconv.FormatUint(1<<53-2, 10), 0)
 	lease, err := l.TryAcquire(ctx, key)
 	if err != nil {
 		t.Fatal(err)
@@ -64,17 +65,17 @@ func TestFailedAcquireLeavesNoKey(t *testing.T) {
 }
 
 // A fence floor above 2^53-1 cannot be held exactly by the scripts: it is
-// refused before it reaches Redis, and by the script itself.
+// refused before it reaches Redis.
 func TestRaiseFenceRefusesInexactFloors(t *testing.T) {
 	_, client := startRedis(t)
 	ctx := ctxTimeout(t, 10*time.Second)
-	if _, err := lock.RaiseFence(ctx, client, "floor", 1<<53); !errors.Is(err, lock.ErrInvalidConfig) {
-		t.Fatalf("RaiseFence(2^53) = %v, want ErrInvalidConfig", err)
+	if _, err := protocol.RaiseFence(ctx, client, "floor", 1<<53); !errors.Is(err, protocol.ErrFenceRange) {
+		t.Fatalf("RaiseFence(2^53) = %v, want ErrFenceRange", err)
 	}
-	if n := client.Exists(ctx, lock.FenceKey("floor")).Val(); n != 0 {
+	if n := client.Exists(ctx, protocol.FenceKey("floor")).Val(); n != 0 {
 		t.Fatal("the refused floor was written")
 	}
-	raised, err := lock.RaiseFence(ctx, client, "floor", 1<<53-1)
+	raised, err := protocol.RaiseFence(ctx, client, "floor", 1<<53-1)
 	if err != nil || !raised {
 		t.Fatalf("RaiseFence(2^53-1) = %v, %v; want raised", raised, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -42,7 +43,7 @@ func TestReplicaAckWithAReplicaSucceeds(t *testing.T) {
 	if got := group.Replicas[0].Client(t).Get(ctx, "replicated").Val(); got != lease.Value() {
 		t.Fatalf("replica holds %q right after the acquisition, want the lease's value", got)
 	}
-	fence, err := group.Replicas[0].Client(t).Get(ctx, lock.FenceKey("replicated")).Uint64()
+	fence, err := group.Replicas[0].Client(t).Get(ctx, protocol.FenceKey("replicated")).Uint64()
 	if err != nil || fence != lease.Fence() {
 		t.Fatalf("replica's fence counter = %d (%v), want %d", fence, err, lease.Fence())
 	}

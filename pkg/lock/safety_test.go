@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -111,7 +112,7 @@ func TestFenceStaysAboveEarlierTokensAfterTheCounterIsLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := client.Del(ctx, lock.FenceKey("fenced")).Err(); err != nil {
+	if err := client.Del(ctx, protocol.FenceKey("fenced")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	lease, err := l.TryAcquire(ctx, "fenced")

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/internal/protocol"
 )
 
 // single speaks the protocol to one Redis deployment through one go-redis
@@ -88,7 +89,7 @@ func (s *single) acquire(ctx context.Context, key, value string, ttl time.Durati
 	if s.fencing {
 		fencing = "1"
 	}
-	cmd, wait := s.eval(ctx, key, acquireScript, []string{key, FenceKey(key), EventsChannel(key)},
+	cmd, wait := s.eval(ctx, key, protocol.AcquireScript, protocol.AcquireKeys(key),
 		value, ttlMillis(ttl), fencing, s.identity)
 	a, err := parseAttempt(key, cmd)
 	if err != nil {
@@ -189,7 +190,7 @@ func (s *single) master(ctx context.Context, key string) (*redis.Client, error) 
 func (s *single) giveBack(key, value string) {
 	ctx, cancel := context.WithTimeout(s.stopCtx, s.giveBackTimeout)
 	defer cancel()
-	_, _ = runRelease(ctx, s.client, key, value) // best effort: the key expires with its TTL anyway
+	_, _ = protocol.Release(ctx, s.client, key, value) // best effort: the key expires with its TTL anyway
 }
 
 // giveBackAsync gives back an attempt whose outcome is unknown, without
@@ -204,7 +205,7 @@ func (s *single) giveBackAsync(key, value string) {
 		if err := s.ping(ctx, key); err != nil {
 			return // still unreachable: the key, if set, expires with its TTL
 		}
-		_, _ = runRelease(ctx, s.client, key, value)
+		_, _ = protocol.Release(ctx, s.client, key, value)
 	})
 }
 
@@ -233,7 +234,7 @@ func ambiguous(err error) bool {
 // otherwise): a replica promoted after an unacknowledged renewal may hold
 // the key only as long as the previous acknowledged TTL.
 func (s *single) renew(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	cmd, wait := s.eval(ctx, key, renewScript, []string{key}, value, ttlMillis(ttl))
+	cmd, wait := s.eval(ctx, key, protocol.RenewScript, []string{key}, value, ttlMillis(ttl))
 	n, err := cmd.Int64()
 	if err != nil {
 		return false, fmt.Errorf("lock: renew %q: %w", key, err)
@@ -245,15 +246,11 @@ func (s *single) renew(ctx context.Context, key, value string, ttl time.Duration
 }
 
 func (s *single) release(ctx context.Context, key, value string) (bool, error) {
-	return runRelease(ctx, s.client, key, value)
-}
-
-func runRelease(ctx context.Context, c redis.Scripter, key, value string) (bool, error) {
-	n, err := releaseScript.Run(ctx, c, []string{key, EventsChannel(key)}, value).Int64()
+	ok, err := protocol.Release(ctx, s.client, key, value)
 	if err != nil {
-		return false, fmt.Errorf("lock: release %q: %w", key, err)
+		return false, fmt.Errorf("lock: %w", err)
 	}
-	return n == 1, nil
+	return ok, nil
 }
 
 // ttlMillis rounds up so a sub-millisecond remainder never becomes PX 0.
@@ -261,21 +258,8 @@ func ttlMillis(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
-// raiseFence sets the key's fence counter to at least fence.
+// raiseFence sets the key's fence counter to at least fence (Redlock's
+// write-back).
 func (s *single) raiseFence(ctx context.Context, key string, fence uint64) (bool, error) {
-	return RaiseFence(ctx, s.client, key, fence)
-}
-
-// RaiseFence sets key's fence counter to at least fence and reports whether
-// it was raised. It never lowers a counter. The controller uses it to keep
-// the counter above the highest fence it has seen.
-func RaiseFence(ctx context.Context, c redis.Scripter, key string, fence uint64) (bool, error) {
-	if fence > maxFence {
-		return false, invalidConfig("fence %d is above 2^53-1: Lua numbers could not hold it exactly", fence)
-	}
-	n, err := raiseFenceScript.Run(ctx, c, []string{FenceKey(key)}, strconv.FormatUint(fence, 10)).Int()
-	if err != nil {
-		return false, fmt.Errorf("lock: raising the fence of %q: %w", key, err)
-	}
-	return n == 1, nil
+	return protocol.RaiseFence(ctx, s.client, key, fence)
 }

@@ -1,0 +1,58 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// MaxKeyLength bounds a lock key, in bytes.
+const MaxKeyLength = 512
+
+// DefaultKey is the key of a DistributedLock whose spec.key is empty.
+func DefaultKey(namespace, name string) string { return namespace + "/" + name }
+
+// FenceKey is the fence counter of lock key K: "{K}:fence". When K already
+// carries a Redis Cluster hash tag ("a{t}b"), the counter is "K:fence", which
+// keeps the same tag; either way it lives in the same slot as K.
+func FenceKey(key string) string { return derivedKey(key, "fence") }
+
+// EventsChannel is the pub/sub channel of lock key K: "{K}:events" (or
+// "K:events" when K carries a hash tag). Messages: "acquired <identity>", "released".
+func EventsChannel(key string) string { return derivedKey(key, "events") }
+
+func derivedKey(key, suffix string) string {
+	if hasHashTag(key) {
+		return key + ":" + suffix
+	}
+	return "{" + key + "}:" + suffix
+}
+
+// hasHashTag follows Redis Cluster's rule: the first '{' followed later by a
+// '}' with at least one byte between them.
+func hasHashTag(key string) bool {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return false
+	}
+	end := strings.IndexByte(key[open+1:], '}')
+	return end > 0
+}
+
+// ValidateKey reports why a key cannot be used, or nil.
+func ValidateKey(key string) error {
+	switch {
+	case key == "":
+		return errors.New("empty key")
+	case len(key) > MaxKeyLength:
+		return fmt.Errorf("key is %d bytes, more than %d", len(key), MaxKeyLength)
+	case strings.IndexFunc(key, unicode.IsSpace) >= 0:
+		return fmt.Errorf("key %q contains whitespace", key)
+	case !hasHashTag(key) && strings.IndexByte(key, '}') >= 0:
+		// "{K}:fence" would take its hash tag from K's '}' and land in
+		// another Redis Cluster slot than K.
+		return fmt.Errorf("key %q has a '}' outside a {hash tag}", key)
+	}
+	return nil
+}

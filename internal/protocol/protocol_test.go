@@ -1,0 +1,61 @@
+package protocol_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redlease/redlease/internal/protocol"
+)
+
+func TestDerivedKeysShareTheLockKeysSlot(t *testing.T) {
+	tests := []struct {
+		key, fence, events string
+	}{
+		{"settlement", "{settlement}:fence", "{settlement}:events"},
+		{"billing/nightly", "{billing/nightly}:fence", "{billing/nightly}:events"},
+		// A key that already has a hash tag keeps it: same slot as the key.
+		{"orders{42}:lock", "orders{42}:lock:fence", "orders{42}:lock:events"},
+		// "{}" is not a hash tag in Redis Cluster: the whole key is hashed.
+		{"a{}b", "{a{}b}:fence", "{a{}b}:events"},
+	}
+	for _, tt := range tests {
+		if got := protocol.FenceKey(tt.key); got != tt.fence {
+			t.Errorf("FenceKey(%q) = %q, want %q", tt.key, got, tt.fence)
+		}
+		if got := protocol.EventsChannel(tt.key); got != tt.events {
+			t.Errorf("EventsChannel(%q) = %q, want %q", tt.key, got, tt.events)
+		}
+	}
+}
+
+func TestValuesAreUniqueUnguessableAndNameTheirHolder(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		v, err := protocol.NewValue("pod-a:7")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[v] {
+			t.Fatalf("value %q repeated", v)
+		}
+		seen[v] = true
+		random := strings.TrimPrefix(v, "pod-a:7/")
+		if len(random) != 40 { // 20 bytes of crypto/rand, hex
+			t.Fatalf("random part %q is %d chars, want 40", random, len(random))
+		}
+		if got := protocol.IdentityFromValue(v); got != "pod-a:7" {
+			t.Fatalf("IdentityFromValue(%q) = %q", v, got)
+		}
+	}
+	for _, foreign := range []string{"", "locked", "1", "a/b", "/" + strings.Repeat("0", 40)} {
+		if got := protocol.IdentityFromValue(foreign); got != "" {
+			t.Errorf("IdentityFromValue(%q) = %q, want empty", foreign, got)
+		}
+	}
+}
+
+func TestDefaultKey(t *testing.T) {
+	if got := protocol.DefaultKey("billing", "nightly"); got != "billing/nightly" {
+		t.Errorf("DefaultKey = %q", got)
+	}
+}
