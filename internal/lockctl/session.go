@@ -35,7 +35,7 @@ var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, s
 // session is a command's hold on a lock: the lock it opened, the lease, and
 // the stopSignals received.
 type session struct {
-	locker
+	*locker
 	lease   *lock.Lease
 	signals chan os.Signal
 }

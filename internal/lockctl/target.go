@@ -36,18 +36,25 @@ func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.identity, "identity", "", "holder identity (default: $POD_NAME or hostname, and pid)")
 }
 
-// locker is what the commands need of either kind of lock.
-type locker interface {
+// handle is the one shape of a lock bound to its key: *lock.Mutex and
+// *kube.Locker both have it, so the commands need no adapter.
+type handle interface {
 	Key() string
 	Acquire(ctx context.Context) (*lock.Lease, error)
 	TryAcquire(ctx context.Context) (*lock.Lease, error)
 	Inspect(ctx context.Context) (lock.Holding, error)
-	Close() error
-	// describe returns the topology and readiness for status.
-	describe() (mode string, ready string)
 }
 
-func (f *targetFlags) open(ctx context.Context) (locker, error) {
+// locker is an opened lock: its handle, what status says about it, and
+// what closing it frees.
+type locker struct {
+	handle
+	// describe returns the topology and readiness for status.
+	describe func() (mode string, ready string)
+	Close    func() error
+}
+
+func (f *targetFlags) open(ctx context.Context) (*locker, error) {
 	var opts []lock.Option
 	if f.identity != "" {
 		opts = append(opts, lock.WithIdentity(f.identity))
@@ -70,7 +77,7 @@ func (f *targetFlags) open(ctx context.Context) (locker, error) {
 		if err != nil {
 			return nil, err
 		}
-		return kubeLocker{l}, nil
+		return &locker{handle: l, describe: func() (string, string) { return describe(l.Resource()) }, Close: l.Close}, nil
 	case f.redis != "":
 		if f.key == "" {
 			return nil, exit(ExitUsage, errors.New("--redis needs --key"))
@@ -80,11 +87,9 @@ func (f *targetFlags) open(ctx context.Context) (locker, error) {
 	return nil, exit(ExitUsage, errors.New("say which lock: --lock NAMESPACE/NAME, or --redis URL --key K"))
 }
 
-type kubeLocker struct{ *kube.Locker }
-
-func (k kubeLocker) describe() (string, string) {
-	dl := k.Resource()
-	ready := "Unknown"
+// describe reports a DistributedLock's mode and Ready condition.
+func describe(dl *v1alpha1.DistributedLock) (mode, ready string) {
+	ready = "Unknown"
 	for _, c := range dl.Status.Conditions {
 		if c.Type == v1alpha1.ConditionReady {
 			ready = string(c.Status)
@@ -96,15 +101,8 @@ func (k kubeLocker) describe() (string, string) {
 	return string(dl.Spec.Redis.Mode), ready
 }
 
-// redisLocker is a lock.Locker on one key, with the clients it owns.
-type redisLocker struct {
-	*lock.Locker
-	key     string
-	mode    string
-	clients []redis.UniversalClient
-}
-
-func openRedis(urls, key string, opts []lock.Option) (*redisLocker, error) {
+// openRedis opens key on plain Redis: one URL, or several for Redlock.
+func openRedis(urls, key string, opts []lock.Option) (*locker, error) {
 	var clients []redis.UniversalClient
 	closeAll := func() {
 		for _, c := range clients {
@@ -135,29 +133,18 @@ func openRedis(urls, key string, opts []lock.Option) (*redisLocker, error) {
 		closeAll()
 		return nil, exit(ExitUsage, err)
 	}
-	return &redisLocker{Locker: l, key: key, mode: mode, clients: clients}, nil
-}
-
-func (r *redisLocker) Key() string { return r.key }
-func (r *redisLocker) Acquire(ctx context.Context) (*lock.Lease, error) {
-	return r.Locker.Acquire(ctx, r.key)
-}
-func (r *redisLocker) TryAcquire(ctx context.Context) (*lock.Lease, error) {
-	return r.Locker.TryAcquire(ctx, r.key)
-}
-func (r *redisLocker) Inspect(ctx context.Context) (lock.Holding, error) {
-	return r.Locker.Inspect(ctx, r.key)
-}
-func (r *redisLocker) describe() (string, string) { return r.mode, "n/a (no DistributedLock)" }
-func (r *redisLocker) Close() error {
-	err := r.Locker.Close()
-	for _, c := range r.clients {
-		_ = c.Close()
-	}
-	if errors.Is(err, lock.ErrClosed) {
-		return nil
-	}
-	return err
+	return &locker{
+		handle:   l.Mutex(key),
+		describe: func() (string, string) { return mode, "n/a (no DistributedLock)" },
+		Close: func() error {
+			err := l.Close()
+			closeAll()
+			if errors.Is(err, lock.ErrClosed) {
+				return nil
+			}
+			return err
+		},
+	}, nil
 }
 
 // exitCodeFor maps library errors to exit codes.
