@@ -31,9 +31,17 @@ fmt: ## gofmt every Go file.
 vet: ## go vet ./...
 	go vet ./...
 
+# The modules golangci-lint checks, each with the one .golangci.yml at the root.
+LINT_MODULES := . bench hack/ocibuild
+
 .PHONY: lint
-lint: vet ## gofmt check and go vet (fails on unformatted files).
+lint: vet ## golangci-lint (.golangci.yml) over the root module, bench/ and hack/ocibuild; gofmt check; go vet.
+	@hack/install-tools.sh golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@rc=0; for m in $(LINT_MODULES); do \
+		echo "golangci-lint run ./... (in $$m)"; \
+		(cd $$m && $(BIN)/golangci-lint run --config $(CURDIR)/.golangci.yml ./...) || rc=1; \
+	done; exit $$rc
 
 .PHONY: manifests
 manifests: tools-gen ## Generate the CRD, RBAC role from kubebuilder markers; refresh the Helm chart's copies of them.
@@ -129,7 +137,7 @@ helm-lint: ## helm lint --strict the chart with its default values and with each
 ##@ Tools
 
 .PHONY: tools
-tools: ## Build kube-apiserver, etcd, kubectl, helm, controller-gen from source (cached outside the clone).
+tools: ## Build kube-apiserver, etcd, kubectl, helm, controller-gen, golangci-lint from source (cached outside the clone).
 	hack/install-tools.sh
 
 .PHONY: tools-gen

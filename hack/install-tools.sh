@@ -5,13 +5,14 @@
 # Links the cached binaries into ./bin. Idempotent; a warm run takes a second.
 #
 # Usage: hack/install-tools.sh [tool...]   (default: all)
-#   tools: kube-apiserver etcd kubectl helm controller-gen
+#   tools: kube-apiserver etcd kubectl helm controller-gen golangci-lint
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 K8S_VERSION=v1.37.2
 HELM_VERSION=v3.22.0
 CONTROLLER_TOOLS_VERSION=v0.23.0
+GOLANGCI_LINT_VERSION=v2.15.0
 cache=${REDLEASE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redlease}
 bin=$root/bin
 mkdir -p "$bin"
@@ -39,7 +40,7 @@ build_k8s() {
 go_install() {
 	local name=$1 target=$2 dir=$cache/${1}-${2##*@}
 	if [ ! -x "$dir/$name" ]; then
-		say "building $target (cold: about a minute; cached in $dir)"
+		say "building $target (cold: one to a few minutes; cached in $dir)"
 		mkdir -p "$dir"
 		GOBIN=$dir CGO_ENABLED=0 go install "$target"
 	fi
@@ -47,7 +48,7 @@ go_install() {
 }
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(controller-gen etcd kube-apiserver kubectl helm)
+[ ${#tools[@]} -gt 0 ] || tools=(controller-gen etcd kube-apiserver kubectl helm golangci-lint)
 for t in "${tools[@]}"; do
 	case $t in
 	kube-apiserver) build_k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver ;;
@@ -55,6 +56,7 @@ for t in "${tools[@]}"; do
 	etcd) build_k8s etcd ./cmd/etcd ;;
 	helm) go_install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" ;;
 	controller-gen) go_install controller-gen "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" ;;
+	golangci-lint) go_install golangci-lint "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION" ;;
 	*) say "unknown tool $t"; exit 2 ;;
 	esac
 done
