@@ -52,8 +52,17 @@ manifests: tools-gen ## Generate the CRD, RBAC role from kubebuilder markers; re
 generate: tools-gen ## Generate deepcopy code from kubebuilder markers.
 	@if [ -d api ]; then $(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."; else echo "generate: no api/ yet"; fi
 
+# Every module of the repository: each must be tidy.
+GO_MODULES := . bench hack/tools hack/ocibuild
+
+.PHONY: tidy-check
+tidy-check: ## Fail when any module's go.mod/go.sum is not tidy (go mod tidy -diff).
+	@rc=0; for m in $(GO_MODULES); do \
+		(cd $$m && go mod tidy -diff >/dev/null) || { echo "go.mod in $$m is not tidy: run 'cd $$m && go mod tidy'"; (cd $$m && go mod tidy -diff) | head -40; rc=1; }; \
+	done; exit $$rc
+
 .PHONY: verify
-verify: manifests generate lint ## Fail when generated files are stale or code is unformatted.
+verify: manifests generate lint tidy-check ## Fail when generated files are stale, a module is not tidy, or the code fails lint.
 	@git diff --exit-code --stat -- config api charts/redlease/files || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 	@untracked=$$(git ls-files --others --exclude-standard -- config api charts/redlease/files); if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
 
