@@ -1,10 +1,14 @@
 package fence_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"math"
+	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +37,8 @@ func TestRedisStoreAcceptsOnlyIncreasingTokens(t *testing.T) {
 		{math.MaxUint64, "max", true},
 		{math.MaxUint64 - 1, "max-1", false},
 	}
+	var lastTok uint64
+	var lastVal string
 	for _, s := range steps {
 		err := store.Write(ctx, "res", s.token, s.value)
 		if s.accept && err != nil {
@@ -41,6 +47,16 @@ func TestRedisStoreAcceptsOnlyIncreasingTokens(t *testing.T) {
 		var stale *fence.StaleError
 		if !s.accept && (!errors.Is(err, fence.ErrStale) || !errors.As(err, &stale) || stale.Token != s.token) {
 			t.Fatalf("Write(%d) = %v, want a *StaleError", s.token, err)
+		}
+		if !s.accept && stale.Current != lastTok {
+			t.Fatalf("Write(%d) refused with Current = %d, want the last accepted token %d", s.token, stale.Current, lastTok)
+		}
+		if s.accept {
+			lastTok, lastVal = s.token, s.value
+		}
+		// A refused write leaves the last accepted token and value in place.
+		if tok, val, err := store.Read(ctx, "res"); err != nil || tok != lastTok || val != lastVal {
+			t.Fatalf("Read after Write(%d) = %d %q %v, want %d %q", s.token, tok, val, err, lastTok, lastVal)
 		}
 	}
 	tok, val, err := store.Read(ctx, "res")
@@ -54,10 +70,23 @@ func TestRedisStoreAcceptsOnlyIncreasingTokens(t *testing.T) {
 
 // Concurrent writers with distinct tokens: the survivor is the largest token,
 // and every accepted write carried a token above all accepted before it.
+//
+// "Before" is the server's order: a MONITOR connection sees, in execution
+// order, the HSET the write script makes for each write it accepts, so the
+// tokens it reports must strictly increase and be exactly the writes that
+// Write reported accepted.
 func TestRedisStoreUnderConcurrentWriters(t *testing.T) {
-	store := fence.NewRedisStore(redistest.StartStandalone(t).Client(t), "test:")
+	srv := redistest.StartStandalone(t)
+	store := fence.NewRedisStore(srv.Client(t), "test:")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	mon := monitorHSETs(ctx, t, srv.Addr(), "test:shared")
+
+	var (
+		mu       sync.Mutex
+		accepted = map[uint64]bool{}
+		currents []uint64 // Current of each refusal
+	)
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() {
@@ -67,6 +96,22 @@ func TestRedisStoreUnderConcurrentWriters(t *testing.T) {
 				if err != nil && !errors.Is(err, fence.ErrStale) {
 					t.Error(err)
 				}
+				var stale *fence.StaleError
+				switch {
+				case err == nil:
+					mu.Lock()
+					accepted[tok] = true
+					mu.Unlock()
+				case errors.As(err, &stale):
+					// Tokens are distinct, so a refusal means a larger one
+					// was already accepted.
+					if stale.Current <= tok {
+						t.Errorf("Write(%d) refused with Current = %d, want a larger token in force", tok, stale.Current)
+					}
+					mu.Lock()
+					currents = append(currents, stale.Current)
+					mu.Unlock()
+				}
 			}
 		})
 	}
@@ -74,5 +119,110 @@ func TestRedisStoreUnderConcurrentWriters(t *testing.T) {
 	tok, val, err := store.Read(ctx, "shared")
 	if err != nil || tok != 8*200 || val != "1600" {
 		t.Fatalf("Read = %d %q %v, want the largest token 1600", tok, val, err)
+	}
+
+	order := mon.await(t, len(accepted))
+	for i := 1; i < len(order); i++ {
+		if order[i] <= order[i-1] {
+			t.Fatalf("accepted token %d (write %d in server order) after %d: not above all accepted before it", order[i], i, order[i-1])
+		}
+	}
+	if len(order) != len(accepted) {
+		t.Fatalf("server accepted %d writes, Write reported %d accepted", len(order), len(accepted))
+	}
+	for _, tok := range order {
+		if !accepted[tok] {
+			t.Fatalf("server accepted token %d but Write did not report it accepted", tok)
+		}
+	}
+	if order[len(order)-1] != 8*200 {
+		t.Fatalf("last accepted token = %d, want 1600", order[len(order)-1])
+	}
+	for _, c := range currents {
+		if !accepted[c] {
+			t.Fatalf("a refusal named token %d as in force, but it was never accepted", c)
+		}
+	}
+}
+
+// hsetMonitor collects, in the server's execution order, the tokens of the
+// HSETs on one key that scripts run, as MONITOR reports them.
+type hsetMonitor struct {
+	mu     sync.Mutex
+	tokens []uint64
+	err    error
+	done   chan struct{}
+}
+
+// monitorHSETs opens a raw MONITOR connection to addr (the go-redis Monitor
+// helper busy-polls) and records the token of every script HSET on key.
+func monitorHSETs(ctx context.Context, t *testing.T, addr, key string) *hsetMonitor {
+	t.Helper()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &hsetMonitor{done: make(chan struct{})}
+	t.Cleanup(func() {
+		_ = conn.Close()
+		<-m.done
+	})
+	rd := bufio.NewReader(conn)
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := rd.ReadString('\n'); err != nil || line != "+OK\r\n" {
+		t.Fatalf("MONITOR = %q %v", line, err)
+	}
+	prefix := `[0 lua] "HSET" "` + key + `" "token" "`
+	go func() {
+		defer close(m.done)
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				m.mu.Lock()
+				m.err = err
+				m.mu.Unlock()
+				return
+			}
+			// +<time> [<db> lua] "HSET" "<key>" "token" "<n>" "value" "<v>"
+			_, rest, ok := strings.Cut(line, " ")
+			if !ok || !strings.HasPrefix(rest, prefix) {
+				continue
+			}
+			n, _, _ := strings.Cut(rest[len(prefix):], `"`)
+			tok, err := strconv.ParseUint(n, 10, 64)
+			m.mu.Lock()
+			if err != nil {
+				m.err = errors.New("MONITOR: bad token in " + strconv.Quote(line))
+			} else {
+				m.tokens = append(m.tokens, tok)
+			}
+			m.mu.Unlock()
+		}
+	}()
+	return m
+}
+
+// await returns the tokens seen once at least n have arrived (MONITOR lags
+// the replies), failing the test after a few seconds or on a read error.
+func (m *hsetMonitor) await(t *testing.T, n int) []uint64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m.mu.Lock()
+		got, err := slices.Clone(m.tokens), m.err
+		m.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		if err != nil {
+			t.Fatalf("MONITOR saw %d of %d accepted writes, then: %v", len(got), n, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("MONITOR saw %d of %d accepted writes", len(got), n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
