@@ -14,7 +14,7 @@ func Jitter(d time.Duration) time.Duration {
 	if d <= 1 {
 		return d
 	}
-	return d/2 + rand.N(d/2+1)
+	return d/2 + rand.N(d/2+1) //nolint:gosec // G404: jitter spreads retries out; it needs no cryptographic randomness
 }
 
 // Exponential doubles a delay from Min up to Max. The zero value is not
