@@ -111,10 +111,11 @@ func ApplyReplicaSettings(ctx context.Context, c *redis.Client, s ReplicaSetting
 
 func configErr(op string, err error) error {
 	if IsConfigUnavailable(err) {
-		return fmt.Errorf("%w: %s: %v", ErrConfigUnavailable, op, err)
+		return fmt.Errorf("%w: %s: %w", ErrConfigUnavailable, op, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// ErrConfigUnavailable: CONFIG is disabled, renamed or denied by ACL.
+// ErrConfigUnavailable is returned, wrapped, when CONFIG is disabled, renamed
+// or denied by ACL.
 var ErrConfigUnavailable = errors.New("CONFIG is unavailable")

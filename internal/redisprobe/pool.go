@@ -40,9 +40,10 @@ type TLS struct {
 // key or a log line.
 func (c Credentials) fingerprint() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%q\x00%q\x00", c.Username, c.Password)
+	// hash.Hash's Write never returns an error, so neither does Fprintf.
+	_, _ = fmt.Fprintf(h, "%q\x00%q\x00", c.Username, c.Password)
 	if c.TLS != nil {
-		fmt.Fprintf(h, "tls\x00%q\x00%q\x00%v", c.TLS.CAPEM, c.TLS.ServerName, c.TLS.InsecureSkipVerify)
+		_, _ = fmt.Fprintf(h, "tls\x00%q\x00%q\x00%v", c.TLS.CAPEM, c.TLS.ServerName, c.TLS.InsecureSkipVerify)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -21,6 +21,19 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
+// newPool returns a Pool that is closed, and its error checked, when the test
+// ends: start the servers it talks to first, so it closes before they stop.
+func newPool(t *testing.T, o PoolOptions) *Pool {
+	t.Helper()
+	p := NewPool(o)
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Pool.Close: %v", err)
+		}
+	})
+	return p
+}
+
 func poolClient(t *testing.T, p *Pool, owner string, tg Target) *redis.Client {
 	t.Helper()
 	s := p.Session(owner)
@@ -103,10 +116,19 @@ func TestParseClusterNodes(t *testing.T) {
 func TestProbeConfigHolder(t *testing.T) {
 	ctx := ctxT(t)
 	srv := redistest.StartStandalone(t)
-	p := NewPool(PoolOptions{})
-	defer p.Close()
+	p := newPool(t, PoolOptions{})
 	c := poolClient(t, p, "o", Target{Addr: srv.Addr()})
+	checkProbeAndConfig(ctx, t, c)
+	if err := ApplyReplicaSettings(ctx, c, ReplicaSettings{}); err != nil { // no replicas here
+		t.Fatal(err)
+	}
+	checkHolder(ctx, t, srv, c)
+}
 
+// checkProbeAndConfig: Probe of a fresh master, then CONFIG SET and GET of
+// the replica guard.
+func checkProbeAndConfig(ctx context.Context, t *testing.T, c *redis.Client) {
+	t.Helper()
 	si, err := Probe(ctx, c)
 	if err != nil {
 		t.Fatal(err)
@@ -122,10 +144,12 @@ func TestProbeConfigHolder(t *testing.T) {
 	if err != nil || cfg.Replica != want || cfg.Save != "" {
 		t.Errorf("ReadConfig = %+v, %v; want %v and no save", cfg, err, want)
 	}
+}
 
-	if err := ApplyReplicaSettings(ctx, c, ReplicaSettings{}); err != nil { // no replicas here
-		t.Fatal(err)
-	}
+// checkHolder: ReadHolder and RaiseFence on a free key, one held by
+// pkg/lock, and one with a value pkg/lock did not write.
+func checkHolder(ctx context.Context, t *testing.T, srv *redistest.Server, c *redis.Client) {
+	t.Helper()
 	h, err := protocol.ReadHolder(ctx, c, "k")
 	if err != nil || h != (protocol.Holder{}) {
 		t.Errorf("ReadHolder on a free lock = %+v, %v", h, err)
@@ -134,7 +158,11 @@ func TestProbeConfigHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("Locker.Close: %v", err)
+		}
+	})
 	lease, err := l.TryAcquire(ctx, "k")
 	if err != nil {
 		t.Fatal(err)
@@ -159,8 +187,7 @@ func TestProbeConfigHolder(t *testing.T) {
 
 func TestConfigUnavailable(t *testing.T) {
 	srv := redistest.StartStandalone(t, redistest.WithConfig("--rename-command", "CONFIG", `""`))
-	p := NewPool(PoolOptions{})
-	defer p.Close()
+	p := newPool(t, PoolOptions{})
 	c := poolClient(t, p, "o", Target{Addr: srv.Addr()})
 	_, err := ReadConfig(ctxT(t), c)
 	if !errors.Is(err, ErrConfigUnavailable) || !IsConfigUnavailable(err) {
@@ -173,8 +200,7 @@ func TestConfigUnavailable(t *testing.T) {
 
 func TestAuthErrors(t *testing.T) {
 	srv := redistest.StartStandalone(t, redistest.WithPassword("pw"))
-	p := NewPool(PoolOptions{})
-	defer p.Close()
+	p := newPool(t, PoolOptions{})
 	for name, tg := range map[string]Target{
 		"wrong password": {Addr: srv.Addr(), Credentials: Credentials{Password: "nope"}},
 		"no password":    {Addr: srv.Addr()},
@@ -196,8 +222,7 @@ func TestAuthErrors(t *testing.T) {
 
 func TestReplication(t *testing.T) {
 	g := redistest.StartReplicated(t, 1)
-	p := NewPool(PoolOptions{})
-	defer p.Close()
+	p := newPool(t, PoolOptions{})
 	// The master reports the replica online once it acknowledged the sync,
 	// a moment after redistest sees the link up: poll, far above that.
 	var m ServerInfo
@@ -229,8 +254,7 @@ func TestSentinelAndCluster(t *testing.T) {
 	t.Run("sentinel", func(t *testing.T) {
 		t.Parallel()
 		g := redistest.StartSentinel(t, 1)
-		p := NewPool(PoolOptions{})
-		defer p.Close()
+		p := newPool(t, PoolOptions{})
 		c := poolClient(t, p, "o", Target{Addr: g.Sentinels[0].Addr()})
 		v, err := AskSentinel(ctxT(t), c, g.MasterName)
 		if err != nil {
@@ -249,8 +273,7 @@ func TestSentinelAndCluster(t *testing.T) {
 	t.Run("cluster", func(t *testing.T) {
 		t.Parallel()
 		cl := redistest.StartCluster(t)
-		p := NewPool(PoolOptions{})
-		defer p.Close()
+		p := newPool(t, PoolOptions{})
 		c := poolClient(t, p, "o", Target{Addr: cl.Masters[0].Addr()})
 		shards, err := ClusterShards(ctxT(t), c, false)
 		if err != nil {

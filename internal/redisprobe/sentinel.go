@@ -11,7 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrUnknownMaster: the Sentinel does not monitor a master of that name.
+// ErrUnknownMaster is returned when the Sentinel does not monitor a master of
+// that name.
 var ErrUnknownMaster = errors.New("sentinel does not know the master")
 
 // SentinelView is what one Sentinel says about a monitored master.
