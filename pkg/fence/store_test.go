@@ -88,10 +88,10 @@ func TestRedisStoreUnderConcurrentWriters(t *testing.T) {
 		currents []uint64 // Current of each refusal
 	)
 	var wg sync.WaitGroup
-	for w := range 8 {
+	for w := range uint64(8) {
 		wg.Go(func() {
-			for i := range 200 {
-				tok := uint64(i*8 + w + 1)
+			for i := range uint64(200) {
+				tok := i*8 + w + 1
 				err := store.Write(ctx, "shared", tok, strconv.FormatUint(tok, 10))
 				if err != nil && !errors.Is(err, fence.ErrStale) {
 					t.Error(err)
