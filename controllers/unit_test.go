@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,71 @@ func TestGuardRegistry(t *testing.T) {
 	g.markSeen(a)
 	if g.allSeen([]types.NamespacedName{a, c}) {
 		t.Errorf("c was never seen")
+	}
+
+	// The positive cases: once every lock was seen, the registry says so
+	// (and loosening is allowed); dropping a wish does not unsee the lock,
+	// forgetting it does.
+	g.markSeen(c)
+	if !g.allSeen([]types.NamespacedName{a, c}) {
+		t.Errorf("a and c were both seen, allSeen says no")
+	}
+	if !g.allSeen(nil) {
+		t.Errorf("allSeen of no locks = false, want true")
+	}
+	g.drop(c)
+	if !g.allSeen([]types.NamespacedName{a, c}) {
+		t.Errorf("drop(c) forgot that c was seen: only forget does")
+	}
+	if eff, others := g.effective("run2", c); eff != (redisprobe.ReplicaSettings{}) || len(others) != 0 {
+		t.Errorf("after c dropped its wish, effective(run2, c) = %v, %v, want nothing", eff, others)
+	}
+	g.forget(c)
+	if g.allSeen([]types.NamespacedName{a, c}) {
+		t.Errorf("c was forgotten, allSeen still counts it as seen")
+	}
+
+	// Wishes on one server merge field by field: the most replicas and the
+	// tightest (non-zero) lag, whichever locks they come from; every lock on
+	// that server gets the same result, and the ones that asked for
+	// something else are reported, sorted.
+	g = newGuardRegistry()
+	d, e := types.NamespacedName{Namespace: "ns", Name: "d"}, types.NamespacedName{Namespace: "ns", Name: "e"}
+	g.set(a, s(1, 10), []string{"run1"})
+	g.set(b, s(3, 30), []string{"run1"})
+	g.set(c, s(1, 5), []string{"run1", "run2"})
+	g.set(d, s(1, 10), []string{"run1"}) // agrees with a
+	g.set(e, s(2, 0), []string{"run2"})  // no lag bound of its own
+	for _, tc := range []struct {
+		runID  string
+		self   types.NamespacedName
+		eff    redisprobe.ReplicaSettings
+		others []string
+	}{
+		{"run1", a, s(3, 5), []string{"/b", "/c"}}, // d wants what a wants: no conflict
+		{"run1", d, s(3, 5), []string{"/b", "/c"}},
+		{"run1", b, s(3, 5), []string{"/a", "/c", "ns/d"}},
+		{"run1", c, s(3, 5), []string{"/a", "/b", "ns/d"}},
+		{"run2", c, s(2, 5), []string{"ns/e"}}, // b's 3 replicas are on run1 only
+		{"run2", e, s(2, 5), []string{"/c"}},   // e's unset lag takes c's
+	} {
+		eff, others := g.effective(tc.runID, tc.self)
+		if eff != tc.eff || !slices.Equal(others, tc.others) {
+			t.Errorf("effective(%s, %s) = %v, %v; want %v, %v", tc.runID, tc.self, eff, others, tc.eff, tc.others)
+		}
+	}
+	// A new wish replaces the old one, servers included.
+	g.set(b, s(1, 10), []string{"run2"})
+	if eff, others := g.effective("run1", a); eff != s(1, 5) || !slices.Equal(others, []string{"/c"}) {
+		t.Errorf("after b moved to run2 with a's settings: effective(run1, a) = %v, %v; want %v, [/c]", eff, others, s(1, 5))
+	}
+	if eff, others := g.effective("run2", b); eff != s(2, 5) || !slices.Equal(others, []string{"/c", "ns/e"}) {
+		t.Errorf("effective(run2, b) = %v, %v; want %v, [/c ns/e]", eff, others, s(2, 5))
+	}
+	g.set(c, s(1, 10), []string{"run1"})
+	g.set(b, s(1, 10), []string{"run1"})
+	if eff, others := g.effective("run1", a); eff != s(1, 10) || len(others) != 0 {
+		t.Errorf("a, b, c and d all want %v on run1: effective = %v, %v; want no conflict", s(1, 10), eff, others)
 	}
 }
 
