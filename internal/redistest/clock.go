@@ -49,7 +49,7 @@ func (s *Server) JumpClock(ctx context.Context, d time.Duration) error {
 		return fmt.Errorf("redistest: JumpClock(%v): the jump must be at least 1ms forward", d)
 	}
 	c := s.adminClient()
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := jumpClockScript.Run(ctx, c, nil, ms).Err(); err != nil {
 		return fmt.Errorf("redistest: JumpClock on %s: %w", s, err)
 	}

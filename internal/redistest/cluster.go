@@ -97,7 +97,7 @@ func (c *Cluster) formed(ctx context.Context, replicasPerMaster int) error {
 	for _, n := range c.all() {
 		admin := n.adminClient()
 		text, err := admin.ClusterInfo(ctx).Result()
-		admin.Close()
+		_ = admin.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", n, err)
 		}

@@ -121,5 +121,5 @@ func quote(v string) string {
 }
 
 func writeConf(path string, lines []string) error {
-	return os.WriteFile(path, []byte("# written by redistest\n"+strings.Join(lines, "\n")+"\n"), 0o644)
+	return os.WriteFile(path, []byte("# written by redistest\n"+strings.Join(lines, "\n")+"\n"), 0o600)
 }

@@ -17,13 +17,14 @@ type process struct {
 // to console, which catches what Redis prints before it opens its log file
 // (config errors).
 func spawn(binary, conf, dir, console string) (*process, error) {
-	out, err := os.OpenFile(console, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	out, err := os.OpenFile(console, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) //nolint:gosec // G304: the console file in the server's own home directory
 	if err != nil {
 		return nil, err
 	}
-	// The child has its own copy of the descriptor once started.
-	defer out.Close()
-	cmd := exec.Command(binary, conf)
+	// The child has its own copy of the descriptor once started: closing
+	// ours cannot lose what it writes.
+	defer func() { _ = out.Close() }()
+	cmd := exec.Command(binary, conf) //nolint:gosec,noctx // G204: starting redis-server/redis-sentinel is this harness's job; noctx: the server outlives the call that starts it, kill() stops it
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()

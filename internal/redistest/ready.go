@@ -22,7 +22,7 @@ var errPortInUse = errors.New("port already in use")
 // exited.
 func (s *Server) waitReady(p *process) error {
 	c := s.adminClient()
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	want := strconv.Itoa(p.pid())
 	err := poll(context.Background(), readyTimeout, func(ctx context.Context) error {
 		if p.exited() {
@@ -30,11 +30,12 @@ func (s *Server) waitReady(p *process) error {
 		}
 		// Plain TCP until the port is open: a failed dial would put the
 		// client's pool into its one-second dial back-off and log it.
-		conn, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+		dialer := net.Dialer{Timeout: time.Second}
+		conn, err := dialer.DialContext(ctx, "tcp", s.Addr())
 		if err != nil {
 			return err
 		}
-		conn.Close()
+		_ = conn.Close() // only the dial mattered
 		text, err := c.Info(ctx, "server", "persistence").Result()
 		if err != nil {
 			return err
@@ -58,7 +59,7 @@ func (s *Server) waitReady(p *process) error {
 		}
 		return fmt.Errorf("%s exited at start:\n%s", s, tail)
 	default:
-		return fmt.Errorf("%s did not become ready: %v\n%s", s, err, s.logTail())
+		return fmt.Errorf("%s did not become ready: %w\n%s", s, err, s.logTail())
 	}
 }
 
@@ -72,7 +73,7 @@ const logTailLines = 25
 func (s *Server) logTail() string {
 	var b strings.Builder
 	for _, path := range []string{s.consolePath(), s.logPath()} {
-		data, err := os.ReadFile(path)
+		data, err := os.ReadFile(path) //nolint:gosec // G304: the server's own log files under its home directory
 		if err != nil || len(bytes.TrimSpace(data)) == 0 {
 			continue
 		}

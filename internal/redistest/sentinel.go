@@ -61,7 +61,7 @@ func (g *Sentinel) settled(ctx context.Context) error {
 	for _, sn := range g.Sentinels {
 		err := func() error {
 			c := sentinelClient(sn)
-			defer c.Close()
+			defer func() { _ = c.Close() }()
 			m, err := c.Master(ctx, g.MasterName).Result()
 			if err != nil {
 				return err
@@ -122,7 +122,7 @@ func (g *Sentinel) CurrentMaster(ctx context.Context) (string, error) {
 
 func masterAddrFrom(ctx context.Context, sn *Server, name string) (string, error) {
 	c := sentinelClient(sn)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	hp, err := c.GetMasterAddrByName(ctx, name).Result()
 	if err != nil {
 		return "", err
@@ -185,7 +185,7 @@ func (g *Sentinel) requestFailover(ctx context.Context) error {
 		return errors.New("redistest: no Sentinel is running")
 	}
 	c := sentinelClient(sn)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	return poll(ctx, failoverWait, func(ctx context.Context) error {
 		err := c.Failover(ctx, g.MasterName).Err()
 		switch {

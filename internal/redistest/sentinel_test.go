@@ -35,7 +35,7 @@ func TestStartSentinel(t *testing.T) {
 	for _, sn := range g.Sentinels {
 		c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr()})
 		m, err := c.Master(ctx, g.MasterName).Result()
-		c.Close()
+		_ = c.Close()
 		if err != nil {
 			t.Fatalf("%s: SENTINEL MASTER: %v", sn, err)
 		}

@@ -86,7 +86,7 @@ func StartForMain(opts ...Option) (s *Server, stop func(), err error) {
 // cleanup before it starts, so a failed start is cleaned up too.
 func launchIn(home, binary, password string, bus bool, conf func(*Server) ([]string, error), onCreate func(*Server)) (*Server, error) {
 	s := &Server{binary: binary, password: password, home: home, dataDir: filepath.Join(home, "data")}
-	if err := os.Mkdir(s.dataDir, 0o755); err != nil {
+	if err := os.Mkdir(s.dataDir, 0o750); err != nil {
 		return nil, err
 	}
 	onCreate(s)
@@ -246,7 +246,7 @@ func (s *Server) RestartEmpty() error {
 	if err := os.RemoveAll(s.dataDir); err != nil {
 		return err
 	}
-	if err := os.Mkdir(s.dataDir, 0o755); err != nil {
+	if err := os.Mkdir(s.dataDir, 0o750); err != nil {
 		return err
 	}
 	return s.startLocked()
@@ -258,7 +258,7 @@ func (s *Server) RestartEmpty() error {
 // back the configured role.
 func (s *Server) Promote(ctx context.Context) error {
 	c := s.adminClient()
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	return c.ReplicaOf(ctx, "NO", "ONE").Err()
 }
 
@@ -266,7 +266,7 @@ func (s *Server) Promote(ctx context.Context) error {
 // if none), e.g. Info(ctx, "replication")["role"].
 func (s *Server) Info(ctx context.Context, sections ...string) (map[string]string, error) {
 	c := s.adminClient()
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	text, err := c.Info(ctx, sections...).Result()
 	if err != nil {
 		return nil, err

@@ -112,8 +112,9 @@ func TestKillStopAndStart(t *testing.T) {
 				t.Fatal("Alive() after going down")
 			}
 			tc.down(s) // a second call must be harmless
-			if conn, err := net.Dial("tcp", s.Addr()); err == nil {
-				conn.Close()
+			var dialer net.Dialer
+			if conn, err := dialer.DialContext(ctx, "tcp", s.Addr()); err == nil {
+				_ = conn.Close()
 				t.Fatal("the port still accepts connections after going down")
 			}
 
@@ -227,11 +228,12 @@ func TestPromote(t *testing.T) {
 func TestStartReportsPortInUse(t *testing.T) {
 	t.Parallel()
 	RequireBinaries(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	l, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	// Hang up on every connection, so the harness is not kept waiting by a
 	// port that accepts but never answers.
 	go func() {
@@ -240,7 +242,7 @@ func TestStartReportsPortInUse(t *testing.T) {
 			if err != nil {
 				return
 			}
-			conn.Close()
+			_ = conn.Close() // hanging up is the point
 		}
 	}()
 	home := t.TempDir()
@@ -270,7 +272,7 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("TLS client: %v", err)
 	}
 	plain := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second})
-	defer plain.Close()
+	defer func() { _ = plain.Close() }()
 	if err := plain.Ping(ctx).Err(); err == nil {
 		t.Fatal("a plain-text client got an answer from a TLS-only server")
 	}
