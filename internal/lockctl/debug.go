@@ -29,7 +29,7 @@ func newAcquireCommand(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer s.close()
-			fmt.Fprintf(stdout, "acquired %s: holder %s, fence %d\n", s.Key(), s.lease.Identity(), s.lease.Fence())
+			printf(stdout, "acquired %s: holder %s, fence %d\n", s.Key(), s.lease.Identity(), s.lease.Fence())
 			var timeout <-chan time.Time
 			if hold > 0 {
 				timeout = time.After(hold)
@@ -46,7 +46,7 @@ func newAcquireCommand(stdout io.Writer) *cobra.Command {
 				}
 				return err
 			}
-			fmt.Fprintf(stdout, "released %s\n", s.Key())
+			printf(stdout, "released %s\n", s.Key())
 			return nil
 		},
 	}

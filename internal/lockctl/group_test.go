@@ -36,7 +36,7 @@ func startWithPidFile(t *testing.T, args []string, script string) (*exec.Cmd, *b
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
 	// t.Context() ends with the test: lockctl is killed if still running.
-	cmd := exec.CommandContext(t.Context(), binary, append(args, "--", "sh", "-c", script)...) //nolint:gosec // the lockctl TestMain built
+	cmd := program(t.Context(), binary, append(args, "--", "sh", "-c", script)...)
 	// A SIGQUIT's core dump would land in the working directory.
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PIDFILE="+pidFile)
@@ -190,7 +190,7 @@ func TestStopSignalsCancelTheWait(t *testing.T) {
 			}
 			defer func() { _ = lease.Release(context.Background()) }()
 			ran := filepath.Join(t.TempDir(), "ran")
-			cmd := exec.CommandContext(t.Context(), binary, "run", "--redis", redisURL(srv), "--key", "held", "--", "touch", ran) //nolint:gosec // the lockctl TestMain built
+			cmd := program(t.Context(), binary, "run", "--redis", redisURL(srv), "--key", "held", "--", "touch", ran)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {

@@ -1,7 +1,6 @@
 package lockctl
 
 import (
-	"fmt"
 	"io"
 	"os"
 
@@ -21,23 +20,24 @@ func newInstallCommand(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			src, err := os.Open(self)
+			src, err := os.Open(self) //nolint:gosec // G304: the path is os.Executable(), this very binary
 			if err != nil {
 				return err
 			}
-			defer src.Close()
-			dst, err := os.OpenFile(args[0], os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+			// Read only: closing it cannot lose data.
+			defer func() { _ = src.Close() }()
+			dst, err := os.OpenFile(args[0], os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755) //nolint:gosec // G302: 0o755, the copy is a program the job's container runs, maybe as another user
 			if err != nil {
 				return err
 			}
 			if _, err := io.Copy(dst, src); err != nil {
-				dst.Close()
+				_ = dst.Close() // the copy's error is the one to report
 				return err
 			}
 			if err := dst.Close(); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "installed lockctl at %s\n", args[0])
+			printf(stdout, "installed lockctl at %s\n", args[0])
 			return nil
 		},
 	}

@@ -40,15 +40,21 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "lockctl")
-	build := exec.Command("go", "build", "-o", binary, "github.com/redlease/redlease/cmd/lockctl")
+	build := program(context.Background(), "go", "build", "-o", binary, "github.com/redlease/redlease/cmd/lockctl")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building lockctl:", err)
 		os.Exit(1)
 	}
 	code := kubetest.Main(m)
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir) // a temporary directory: leaving it behind fails nothing
 	os.Exit(code)
+}
+
+// program is the one place these tests start a process: the go tool, the
+// lockctl binary TestMain built, or the copy `lockctl install` made of it.
+func program(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, name, args...) //nolint:gosec // G204: the go tool, or the lockctl binaries these tests built
 }
 
 type result struct {
@@ -60,19 +66,19 @@ type result struct {
 // lockctl runs the binary to completion (bounded by a minute).
 func lockctl(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := program(t.Context(), binary, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }() // the exit code is read from ProcessState
 	select {
 	case <-done:
 	case <-time.After(time.Minute):
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill() // fails only if it has exited meanwhile: done then closes all the same
 		<-done
 		t.Fatalf("lockctl %v did not finish in a minute; stderr:\n%s", args, errb.String())
 	}
@@ -111,12 +117,12 @@ func TestExitCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer holder.Close()
+	defer func() { _ = holder.Close() }()
 	lease, err := holder.TryAcquire(t.Context(), "held")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(context.Background())
+	defer func() { _ = lease.Release(context.Background()) }() // the server goes with the test anyway
 	url := redisURL(srv)
 
 	for _, tt := range []struct {
@@ -147,7 +153,7 @@ func TestExitCodes(t *testing.T) {
 // returns the command and the child's pid.
 func startRun(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := program(t.Context(), binary, args...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	stdout, err := cmd.StdoutPipe()
@@ -172,7 +178,7 @@ func startRun(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, int) {
 func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) int {
 	t.Helper()
 	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); close(done) }() // the exit code is read from ProcessState
 	select {
 	case <-done:
 		return cmd.ProcessState.ExitCode()
@@ -238,7 +244,7 @@ func TestConcurrentRunsAreSerialized(t *testing.T) {
 			t.Fatalf("run %d exited %d", i, c)
 		}
 	}
-	data, err := os.ReadFile(journal)
+	data, err := os.ReadFile(journal) //nolint:gosec // G304: the test's own file in t.TempDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +322,7 @@ func TestInstallCopiesTheBinary(t *testing.T) {
 	if r := lockctl(t, "install", dest); r.code != 0 {
 		t.Fatalf("install: exit %d: %s", r.code, r.stderr)
 	}
-	out, err := exec.Command(dest, "--help").CombinedOutput()
+	out, err := program(t.Context(), dest, "--help").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Exit codes") {
 		t.Fatalf("installed copy does not run: %v\n%s", err, out)
 	}
@@ -329,7 +335,7 @@ func TestCronJobSampleIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, "config", "samples", "cronjob", "lockctl-cronjob.yaml"))
+	data, err := os.ReadFile(filepath.Join(root, "config", "samples", "cronjob", "lockctl-cronjob.yaml")) //nolint:gosec // G304: a file of this repository
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ package lockctl
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -43,7 +42,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := exitCodeFor(err)
 	var ee *exitError
 	if err != nil && (!errors.As(err, &ee) || ee.err != nil) {
-		fmt.Fprintln(stderr, "lockctl:", err)
+		printf(stderr, "lockctl: %v\n", err)
 	}
 	return code
 }

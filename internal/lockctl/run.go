@@ -66,11 +66,11 @@ func run(s *session, stderr io.Writer, grace time.Duration, argv []string) error
 	lease, l := s.lease, s.locker
 	defer func() {
 		if err := s.release(); err != nil && !errors.Is(err, lock.ErrLeaseLost) {
-			fmt.Fprintf(stderr, "lockctl: releasing %s: %v (it expires with its TTL)\n", l.Key(), err)
+			printf(stderr, "lockctl: releasing %s: %v (it expires with its TTL)\n", l.Key(), err)
 		}
 	}()
 
-	child := exec.Command(argv[0], argv[1:]...)
+	child := exec.Command(argv[0], argv[1:]...) //nolint:gosec,noctx // G204: running the user's COMMAND is what `lockctl run` is for; noctx: COMMAND is stopped through its process group (stopGroup, --grace), never by a context killing the leader alone
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	child.Env = append(os.Environ(),
 		"LOCK_KEY="+l.Key(),
@@ -90,7 +90,7 @@ func run(s *session, stderr io.Writer, grace time.Duration, argv []string) error
 		case sig := <-s.signals:
 			_ = signalGroup(pgid, sig.(syscall.Signal)) // the session asks only for syscall signals
 		case <-lease.Done():
-			fmt.Fprintf(stderr, "lockctl: lease on %s lost while %s ran: %v; stopping it\n", l.Key(), argv[0], lease.Err())
+			printf(stderr, "lockctl: lease on %s lost while %s ran: %v; stopping it\n", l.Key(), argv[0], lease.Err())
 			stopGroup(pgid, exited, grace)
 			return exit(ExitLeaseLost, fmt.Errorf("lease lost: %w", lease.Err()))
 		}

@@ -93,5 +93,5 @@ func (s *session) release() error {
 
 func (s *session) close() {
 	signal.Stop(s.signals)
-	_ = s.locker.Close()
+	_ = s.Close() // the locker's Close: the lease is released or lost by now, nothing is left to undo
 }

@@ -42,7 +42,7 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer l.Close()
+			defer func() { _ = l.Close() }() // nothing held: a failed close loses nothing
 			r := statusReport{Key: l.Key()}
 			r.Mode, r.Ready = l.describe()
 			h, err := l.Inspect(cmd.Context())
@@ -60,17 +60,17 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 				return enc.Encode(r)
 			}
 			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "KEY\tMODE\tREADY\tHOLDER\tTTL\tFENCE")
+			printf(w, "KEY\tMODE\tREADY\tHOLDER\tTTL\tFENCE\n") // tabwriter buffers; Flush reports write errors
 			holder := "-"
 			if r.Held {
 				holder = orDash(r.Holder)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\n", r.Key, r.Mode, r.Ready, holder, orDash(r.TTL), r.Fence)
+			printf(w, "%s\t%s\t%s\t%s\t%s\t%d\n", r.Key, r.Mode, r.Ready, holder, orDash(r.TTL), r.Fence)
 			if err := w.Flush(); err != nil {
 				return err
 			}
 			if r.Problems != "" {
-				fmt.Fprintln(stdout, "error:", strings.TrimSpace(r.Problems))
+				printf(stdout, "error: %s\n", strings.TrimSpace(r.Problems))
 			}
 			return nil
 		},
