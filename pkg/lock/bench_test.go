@@ -21,7 +21,7 @@ func BenchmarkRawFloor(b *testing.B) {
 	client := redistest.StartStandalone(b).Client(b)
 	ctx := context.Background()
 	conn := client.Conn()
-	defer conn.Close()
+	closeAtEnd(b, conn)
 	del := redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -74,7 +74,9 @@ func BenchmarkAcquireRelease(b *testing.B) {
 				}
 			})
 		})
-		l.Close()
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -83,11 +85,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 func BenchmarkReplicaAck(b *testing.B) {
 	g := redistest.StartReplicated(b, 1)
 	ctx := context.Background()
-	l, err := lock.New(g.Master.Client(b), lock.WithReplicaAck(1, time.Second), lock.WithoutWatchdog())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	l := newLocker(b, g.Master.Client(b), lock.WithReplicaAck(1, time.Second), lock.WithoutWatchdog())
 	b.Run("acquire+release", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -105,7 +103,7 @@ func BenchmarkReplicaAck(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer lease.Release(ctx)
+		releaseAtEnd(b, lease)
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := lease.Renew(ctx); err != nil {
@@ -125,12 +123,7 @@ func BenchmarkHandoff(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			ls := make([]*lock.Locker, 2)
 			for i := range ls {
-				l, err := lock.New(srv.Client(b), lock.WithTTL(5*time.Second))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer l.Close()
-				ls[i] = l
+				ls[i] = newLocker(b, srv.Client(b), lock.WithTTL(5*time.Second))
 			}
 			var remaining atomic.Int64
 			remaining.Store(int64(b.N))
@@ -167,16 +160,8 @@ func BenchmarkTopology(b *testing.B) {
 	for i, n := range nodes {
 		clients[i] = n.Client(b)
 	}
-	single, err := lock.New(clients[0])
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer single.Close()
-	redlock, err := lock.NewRedlock(clients)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer redlock.Close()
+	single := newLocker(b, clients[0])
+	redlock := newRedlock(b, clients)
 	ctx := context.Background()
 	for _, tt := range []struct {
 		name string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,12 +14,20 @@ import (
 
 func Example() {
 	client := redis.NewClient(&redis.Options{Addr: exampleAddr})
-	defer client.Close()
+	defer func() {
+		if err := client.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	locker, err := lock.New(client, lock.WithTTL(10*time.Second), lock.WithIdentity("worker-1"))
 	if err != nil {
 		panic(err)
 	}
-	defer locker.Close()
+	defer func() {
+		if err := locker.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // bounds the wait only
 	defer cancel()
@@ -26,7 +35,12 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer lease.Release(context.Background())
+	defer func() {
+		// An error here (ErrLeaseLost) means the lease ended before the work did.
+		if err := lease.Release(context.Background()); err != nil {
+			log.Print(err)
+		}
+	}()
 
 	// Do the work under lease.Context(): it is cancelled the moment the lease
 	// ends, and pass lease.Fence() to the store that receives the result.
@@ -36,11 +50,18 @@ func Example() {
 
 func ExampleLocker_TryAcquire() {
 	client := redis.NewClient(&redis.Options{Addr: exampleAddr})
-	defer client.Close()
+	defer func() {
+		if err := client.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	a, _ := lock.New(client, lock.WithIdentity("a"))
 	b, _ := lock.New(client, lock.WithIdentity("b"))
-	defer a.Close()
-	defer b.Close()
+	defer func() {
+		if err := errors.Join(b.Close(), a.Close()); err != nil {
+			log.Print(err)
+		}
+	}()
 	ctx := context.Background()
 
 	lease, err := a.TryAcquire(ctx, "example/try")
@@ -59,10 +80,18 @@ func ExampleLocker_TryAcquire() {
 
 func ExampleLease_Done() {
 	client := redis.NewClient(&redis.Options{Addr: exampleAddr})
-	defer client.Close()
+	defer func() {
+		if err := client.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	// Without the watchdog a lease ends at its local deadline.
 	locker, _ := lock.New(client, lock.WithTTL(50*time.Millisecond), lock.WithoutWatchdog())
-	defer locker.Close()
+	defer func() {
+		if err := locker.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 
 	lease, err := locker.TryAcquire(context.Background(), "example/done")
 	if err != nil {
@@ -78,12 +107,20 @@ func ExampleLease_Done() {
 
 func ExampleLocker_Mutex() {
 	client := redis.NewClient(&redis.Options{Addr: exampleAddr})
-	defer client.Close()
+	defer func() {
+		if err := client.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	locker, err := lock.New(client, lock.WithIdentity("worker-2"))
 	if err != nil {
 		panic(err)
 	}
-	defer locker.Close()
+	defer func() {
+		if err := locker.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	ctx := context.Background()
 
 	settle := locker.Mutex("example/mutex") // bound to its key: pass it around

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func startRedis(t *testing.T) (*redistest.Server, *redis.Client) {
 }
 
 // newLocker returns a Locker closed at the end of the test.
-func newLocker(t *testing.T, client redis.UniversalClient, opts ...lock.Option) *lock.Locker {
+func newLocker(t testing.TB, client redis.UniversalClient, opts ...lock.Option) *lock.Locker {
 	t.Helper()
 	l, err := lock.New(client, opts...)
 	if err != nil {
@@ -58,6 +59,30 @@ func newLocker(t *testing.T, client redis.UniversalClient, opts ...lock.Option) 
 		}
 	})
 	return l
+}
+
+// releaseAtEnd releases lease when the test ends (before the Lockers and
+// servers started earlier are closed), failing the test on any error but
+// ErrLeaseLost and ErrReleased: a lease the test lost or ended on purpose.
+func releaseAtEnd(t testing.TB, lease *lock.Lease) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := lease.Release(ctx); err != nil && !errors.Is(err, lock.ErrLeaseLost) && !errors.Is(err, lock.ErrReleased) {
+			t.Errorf("Release %q: %v", lease.Key(), err)
+		}
+	})
+}
+
+// closeAtEnd closes c when the test ends and fails the test if that fails.
+func closeAtEnd(t testing.TB, c io.Closer) {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
 }
 
 func ctxTimeout(t *testing.T, d time.Duration) context.Context {

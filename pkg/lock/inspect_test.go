@@ -30,7 +30,7 @@ func TestInspectNamesTheHolderWithoutTheValue(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer lease.Release(ctx)
+			releaseAtEnd(t, lease)
 			h, err := tt.l.Inspect(ctx, "inspected-"+tt.name)
 			if err != nil {
 				t.Fatal(err)

@@ -88,7 +88,7 @@ func TestLocalDeadlineEndsTheLeaseWhileRedisIsPaused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer successor.Release(ctx)
+	releaseAtEnd(t, successor)
 	if successor.Fence() <= lease.Fence() {
 		t.Fatalf("successor fence %d not above %d", successor.Fence(), lease.Fence())
 	}
@@ -127,8 +127,8 @@ func TestMaxHoldEndsALeaseThatTheWatchdogWouldKeep(t *testing.T) {
 	other := newLocker(t, client)
 	if lease2, err := other.Acquire(ctxTimeout(t, 2*time.Second), "stuck"); err != nil {
 		t.Fatalf("another holder could not take the lock after max hold: %v", err)
-	} else {
-		lease2.Release(ctx)
+	} else if err := lease2.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -140,7 +140,7 @@ func TestTryAcquireReportsTheHoldersRemainingTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(ctx)
+	releaseAtEnd(t, lease)
 	_, err = l.TryAcquire(ctx, "busy")
 	var held *lock.NotAcquiredError
 	if !errors.Is(err, lock.ErrNotAcquired) || !errors.As(err, &held) {

@@ -293,8 +293,7 @@ func (l *Locker) Close() error {
 	idle := make(chan struct{})
 	go func() {
 		l.inflight.Lock()
-		//lint:ignore SA2001 an empty critical section: waiting for in-flight calls is the point
-		l.inflight.Unlock()
+		l.inflight.Unlock() //nolint:staticcheck // SA2001: an empty critical section: waiting for in-flight calls is the point
 		close(idle)
 	}()
 	select {

@@ -91,10 +91,10 @@ func WithIdentity(identity string) Option { return func(c *config) { c.identity 
 func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor = f } }
 
 // WithRetryBackoff bounds the jittered exponential backoff Acquire uses after
-// errors, and min also bounds the jitter added to waits for a holder's TTL.
-// Default 10ms and 1s.
-func WithRetryBackoff(min, max time.Duration) Option {
-	return func(c *config) { c.backoffMin, c.backoffMax = min, max }
+// errors, and minBackoff also bounds the jitter added to waits for a holder's
+// TTL. Default 10ms and 1s.
+func WithRetryBackoff(minBackoff, maxBackoff time.Duration) Option {
+	return func(c *config) { c.backoffMin, c.backoffMax = minBackoff, maxBackoff }
 }
 
 // WithReplicaAck makes every acquisition and every renewal wait until n

@@ -14,11 +14,11 @@ import (
 func TestConstructorRefusesBadConfiguration(t *testing.T) {
 	// No I/O happens in New: the address need not exist.
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	defer client.Close()
+	closeAtEnd(t, client)
 	slowReads := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: time.Second})
-	defer slowReads.Close()
+	closeAtEnd(t, slowReads)
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
-	defer ring.Close()
+	closeAtEnd(t, ring)
 
 	tests := []struct {
 		name   string

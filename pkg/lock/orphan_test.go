@@ -37,7 +37,9 @@ func TestFailedAcquireLeavesNoKey(t *testing.T) {
 			}
 			lease, err := l.TryAcquire(ctx, key)
 			if err == nil {
-				lease.Release(ctx)
+				if err := lease.Release(ctx); err != nil {
+					t.Error(err)
+				}
 				t.Fatalf("TryAcquire with fence counter %q succeeded (fence %d)", tt.counter, lease.Fence())
 			}
 			if errors.Is(err, lock.ErrNotAcquired) {
@@ -58,7 +60,7 @@ func TestFailedAcquireLeavesNoKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(ctx)
+	releaseAtEnd(t, lease)
 	if lease.Fence() != 1<<53-1 {
 		t.Fatalf("fence = %d, want 2^53-1", lease.Fence())
 	}
@@ -98,7 +100,9 @@ func TestTimedOutAttemptIsGivenBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	warm.Release(ctx)
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 	srv.Pause()
 	_, err = l.TryAcquire(ctxTimeout(t, 200*time.Millisecond), "stalled")
 	srv.Resume()
@@ -123,5 +127,7 @@ func TestTimedOutAttemptIsGivenBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the caller is blocked by its own earlier attempt: %v", err)
 	}
-	lease.Release(ctx)
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

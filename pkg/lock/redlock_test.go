@@ -28,13 +28,18 @@ func redlockNodes(t *testing.T, n int) ([]*redistest.Server, []redis.UniversalCl
 	return nodes, clients
 }
 
-func newRedlock(t *testing.T, clients []redis.UniversalClient, opts ...lock.Option) *lock.Locker {
+// newRedlock is newLocker for Redlock.
+func newRedlock(t testing.TB, clients []redis.UniversalClient, opts ...lock.Option) *lock.Locker {
 	t.Helper()
 	l, err := lock.NewRedlock(clients, opts...)
 	if err != nil {
 		t.Fatalf("NewRedlock: %v", err)
 	}
-	t.Cleanup(func() { l.Close() })
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil && !errors.Is(err, lock.ErrClosed) {
+			t.Errorf("Close: %v", err)
+		}
+	})
 	return l
 }
 
@@ -55,7 +60,7 @@ func TestNewRedlockRefusesBadNodeSets(t *testing.T) {
 	// No I/O happens in NewRedlock: the addresses need not exist.
 	node := func(addr string) redis.UniversalClient {
 		c := redis.NewClient(&redis.Options{Addr: addr})
-		t.Cleanup(func() { c.Close() })
+		closeAtEnd(t, c)
 		return c
 	}
 	a, b, c := node("127.0.0.1:1"), node("127.0.0.1:2"), node("127.0.0.1:3")
@@ -82,7 +87,9 @@ func TestNewRedlockRefusesBadNodeSets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("three distinct nodes: %v", err)
 	}
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Over 5 nodes a lease is acquired if and only if at least 3 nodes are up:
@@ -145,7 +152,7 @@ func slowRedlock(t *testing.T, n, slow int, latency time.Duration, opts ...lock.
 			addr = proxies[i].Addr()
 		}
 		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
-		t.Cleanup(func() { c.Close() })
+		closeAtEnd(t, c)
 		clients[i] = c
 	}
 	rl := newRedlock(t, clients, opts...)
@@ -175,7 +182,7 @@ func TestRedlockValidityShrinksByTheAcquireTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
-	defer lease.Release(ctx)
+	releaseAtEnd(t, lease)
 	if took < 2*latency {
 		t.Fatalf("acquisition took %v, less than two round trips through %v of latency", took, latency)
 	}

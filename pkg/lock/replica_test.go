@@ -39,7 +39,7 @@ func TestReplicaAckWithAReplicaSucceeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(ctx)
+	releaseAtEnd(t, lease)
 	if got := group.Replicas[0].Client(t).Get(ctx, "replicated").Val(); got != lease.Value() {
 		t.Fatalf("replica holds %q right after the acquisition, want the lease's value", got)
 	}
@@ -81,7 +81,7 @@ func TestRenewalUnderReplicaAckNeverOutlivesTheReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer second.Release(ctx)
+	releaseAtEnd(t, second)
 	if err := first.Err(); err == nil {
 		t.Fatalf("two holders: the first lease is still valid for %v after the promoted replica handed the lock out again", time.Until(first.ValidUntil()))
 	}
@@ -97,7 +97,7 @@ func TestRenewalUnderReplicaAckExtendsWhenAcknowledged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(ctx)
+	releaseAtEnd(t, lease)
 	time.Sleep(2 * time.Second) // three TTLs: only acknowledged renewals keep it
 	if err := lease.Err(); err != nil {
 		t.Fatalf("lease lost with a healthy replica: %v", err)

@@ -122,7 +122,7 @@ func parseAttempt(key string, cmd *redis.Cmd) (attempt, error) {
 	case len(res) != 2:
 		return attempt{}, fmt.Errorf("lock: acquire %q: unexpected reply %v", key, res)
 	case res[0] == 1:
-		return attempt{acquired: true, fence: uint64(res[1])}, nil
+		return attempt{acquired: true, fence: uint64(res[1])}, nil //nolint:gosec // G115: acquire.lua returns a fence in [0, 2^53), never negative
 	}
 	return attempt{holderTTL: time.Duration(res[1]) * time.Millisecond}, nil
 }
