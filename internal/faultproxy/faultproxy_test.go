@@ -15,7 +15,7 @@ func TestLatencyAndBlackHole(t *testing.T) {
 	srv := redistest.StartStandalone(t)
 	p := faultproxy.New(t, srv.Addr())
 	c := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 2 * time.Second, MaxRetries: -1})
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	ctx := context.Background()
 
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -32,7 +32,7 @@ func TestLatencyAndBlackHole(t *testing.T) {
 	p.Reset()
 	p.BlackHole()
 	short := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	defer short.Close()
+	defer func() { _ = short.Close() }()
 	if err := short.Ping(ctx).Err(); err == nil {
 		t.Fatal("PING answered through a black hole")
 	}
@@ -40,7 +40,7 @@ func TestLatencyAndBlackHole(t *testing.T) {
 	// Connections open during the black hole may be cut when it is lifted;
 	// new ones work.
 	after := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
-	defer after.Close()
+	defer func() { _ = after.Close() }()
 	if err := after.Ping(ctx).Err(); err != nil {
 		t.Fatalf("after Reset: %v", err)
 	}
