@@ -2,7 +2,6 @@ package helm_test
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -39,11 +38,25 @@ const (
 
 // TestDefaults renders the default values: every expected object is there,
 // nothing optional is, namespaced objects are in the release namespace, and
-// each object converts strictly to its Kubernetes type.
+// each object converts strictly to its Kubernetes type. Each subtest checks
+// one part of the one rendering.
 func TestDefaults(t *testing.T) {
 	t.Parallel()
 	m := render(t)
+	t.Run("objects", func(t *testing.T) { checkDefaultObjects(t, m) })
+	t.Run("namespaces, labels and types", func(t *testing.T) { checkDefaultMetadata(t, m) })
+	t.Run("deployment", func(t *testing.T) { checkDefaultDeployment(t, m) })
+	t.Run("manager args", func(t *testing.T) { checkDefaultArgs(t, m) })
+	t.Run("POD_NAMESPACE", func(t *testing.T) { checkPodNamespaceEnv(t, m) })
+	t.Run("metrics service and selectors", func(t *testing.T) { checkDefaultSelectors(t, m) })
+	t.Run("bindings", func(t *testing.T) { checkBindingSubjects(t, m) })
+	t.Run("leader election", func(t *testing.T) { checkLeaderElectionRole(t, m) })
+}
 
+// checkDefaultObjects: the default values render exactly the expected
+// objects, nothing optional.
+func checkDefaultObjects(t *testing.T, m *manifest) {
+	t.Helper()
 	want := map[string][]string{ // kind -> "namespace/name"
 		"CustomResourceDefinition": {"/" + crdName},
 		"ServiceAccount":           {namespace + "/" + managerName},
@@ -67,7 +80,13 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("default values render\n  %v\nwant\n  %v", got, want)
 	}
+}
 
+// checkDefaultMetadata: namespaced objects are in the release namespace,
+// cluster-scoped ones in none, every object carries the chart's labels and
+// converts strictly to its Kubernetes type.
+func checkDefaultMetadata(t *testing.T, m *manifest) {
+	t.Helper()
 	clusterScoped := []string{"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
 	for _, o := range m.objs {
 		if ns := o.GetNamespace(); slices.Contains(clusterScoped, o.GetKind()) != (ns == "") || (ns != "" && ns != namespace) {
@@ -78,7 +97,11 @@ func TestDefaults(t *testing.T) {
 		}
 		checkTyped(t, o)
 	}
+}
 
+// checkDefaultDeployment: the manager Deployment's pod and container.
+func checkDefaultDeployment(t *testing.T, m *manifest) {
+	t.Helper()
 	d := deployment(t, m)
 	if *d.Spec.Replicas != 1 {
 		t.Errorf("replicas = %d, want 1", *d.Spec.Replicas)
@@ -102,8 +125,12 @@ func TestDefaults(t *testing.T) {
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources = %v: want cpu and memory requests and a memory limit", c.Resources)
 	}
+}
 
-	args := managerArgs(t, c)
+// checkDefaultArgs: the manager's flags for the default values.
+func checkDefaultArgs(t *testing.T, m *manifest) {
+	t.Helper()
+	args := managerArgs(t, manager(t, deployment(t, m)))
 	wantArgs := map[string]string{
 		"metrics-bind-address":      ":8443",
 		"metrics-secure":            "true",
@@ -122,7 +149,12 @@ func TestDefaults(t *testing.T) {
 	if _, ok := args["watch-namespaces"]; ok {
 		t.Error("--watch-namespaces set without watchNamespaces")
 	}
+}
 
+// checkPodNamespaceEnv: the manager learns its namespace from the downward API.
+func checkPodNamespaceEnv(t *testing.T, m *manifest) {
+	t.Helper()
+	c := manager(t, deployment(t, m))
 	var podNS *corev1.EnvVar
 	for i := range c.Env {
 		if c.Env[i].Name == "POD_NAMESPACE" {
@@ -132,8 +164,14 @@ func TestDefaults(t *testing.T) {
 	if podNS == nil || podNS.ValueFrom == nil || podNS.ValueFrom.FieldRef == nil || podNS.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
 		t.Errorf("POD_NAMESPACE env = %+v, want fieldRef metadata.namespace", podNS)
 	}
+}
 
-	// The metrics Service selects the manager pods and targets their metrics port.
+// checkDefaultSelectors: the metrics Service selects the manager pods and
+// targets their metrics port; the Deployment's selector matches its pods.
+func checkDefaultSelectors(t *testing.T, m *manifest) {
+	t.Helper()
+	d := deployment(t, m)
+	c := manager(t, d)
 	svc := into[corev1.Service](t, m.must("Service", namespace, metricsSvc))
 	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
 		t.Errorf("metrics Service selector %v does not match the pod labels %v", svc.Spec.Selector, d.Spec.Template.Labels)
@@ -148,8 +186,12 @@ func TestDefaults(t *testing.T) {
 	if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
 		t.Errorf("the Deployment's selector does not match its pod template (%v)", err)
 	}
+}
 
-	// Bindings name the ServiceAccount that the Deployment runs as.
+// checkBindingSubjects: bindings name the ServiceAccount that the Deployment
+// runs as.
+func checkBindingSubjects(t *testing.T, m *manifest) {
+	t.Helper()
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
 		for _, o := range m.ofKind(kind) {
 			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
@@ -159,8 +201,11 @@ func TestDefaults(t *testing.T) {
 			}
 		}
 	}
+}
 
-	// Leader election: Leases and Events in the release namespace only.
+// checkLeaderElectionRole: Leases and Events in the release namespace only.
+func checkLeaderElectionRole(t *testing.T, m *manifest) {
+	t.Helper()
 	le := into[rbacv1.Role](t, m.must("Role", namespace, leaderRole))
 	if !grants(le.Rules, "coordination.k8s.io", "leases", "get", "create", "update") || !grants(le.Rules, "", "events", "create", "patch") {
 		t.Errorf("leader election Role rules = %+v", le.Rules)
@@ -199,8 +244,8 @@ func TestCRDMatchesGenerated(t *testing.T) {
 	for _, path := range gen {
 		rel, _ := filepath.Rel(root, path)
 		want := readYAML(t, rel)
-		copyData, err := os.ReadFile(filepath.Join(chartDir(t), "files", "crds", filepath.Base(path)))
-		genData, _ := os.ReadFile(path)
+		copyData, err := readFile(filepath.Join(chartDir(t), "files", "crds", filepath.Base(path)))
+		genData, _ := readFile(path)
 		if err != nil || string(copyData) != string(genData) {
 			t.Errorf("charts/redlease/files/crds/%s differs from %s: run `make manifests`", filepath.Base(path), rel)
 		}
@@ -273,8 +318,8 @@ func TestCRDToggles(t *testing.T) {
 // rules controller-gen generated into config/rbac/role.yaml.
 func TestClusterRoleMatchesGenerated(t *testing.T) {
 	t.Parallel()
-	copyData, err := os.ReadFile(filepath.Join(chartDir(t), "files", "role.yaml"))
-	genData, _ := os.ReadFile(filepath.Join(repoRoot(t), generatedRBA))
+	copyData, err := readFile(filepath.Join(chartDir(t), "files", "role.yaml"))
+	genData, _ := readFile(filepath.Join(repoRoot(t), generatedRBA))
 	if err != nil || string(copyData) != string(genData) {
 		t.Errorf("charts/redlease/files/role.yaml differs from %s: run `make manifests`", generatedRBA)
 	}
@@ -559,6 +604,16 @@ func port(c *corev1.Container, name string) int32 {
 func checkRestricted(t *testing.T, d *appsv1.Deployment) {
 	t.Helper()
 	spec := d.Spec.Template.Spec
+	checkRestrictedPod(t, spec)
+	for _, c := range append(spec.InitContainers, spec.Containers...) {
+		checkRestrictedContainer(t, c)
+	}
+}
+
+// checkRestrictedPod is checkRestricted's pod-level part: security context,
+// host namespaces, hostPath volumes.
+func checkRestrictedPod(t *testing.T, spec corev1.PodSpec) {
+	t.Helper()
 	psc := spec.SecurityContext
 	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 65532 {
 		t.Errorf("pod securityContext = %+v: want runAsNonRoot and runAsUser 65532", psc)
@@ -574,30 +629,34 @@ func checkRestricted(t *testing.T, d *appsv1.Deployment) {
 			t.Errorf("hostPath volume %s", v.Name)
 		}
 	}
-	for _, c := range append(spec.InitContainers, spec.Containers...) {
-		sc := c.SecurityContext
-		if sc == nil {
-			t.Errorf("container %s has no securityContext", c.Name)
-			continue
-		}
-		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-			t.Errorf("container %s: allowPrivilegeEscalation not false", c.Name)
-		}
-		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
-			t.Errorf("container %s: readOnlyRootFilesystem not true", c.Name)
-		}
-		if sc.Privileged != nil && *sc.Privileged {
-			t.Errorf("container %s is privileged", c.Name)
-		}
-		if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) != 0 {
-			t.Errorf("container %s capabilities = %+v: want drop ALL, add none", c.Name, sc.Capabilities)
-		}
-		if sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot || sc.RunAsUser != nil && *sc.RunAsUser == 0 {
-			t.Errorf("container %s may run as root", c.Name)
-		}
-		if sc.SeccompProfile != nil && sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault && sc.SeccompProfile.Type != corev1.SeccompProfileTypeLocalhost {
-			t.Errorf("container %s seccomp profile %s", c.Name, sc.SeccompProfile.Type)
-		}
+}
+
+// checkRestrictedContainer is checkRestricted's part for one container
+// (init or not): its own security context.
+func checkRestrictedContainer(t *testing.T, c corev1.Container) {
+	t.Helper()
+	sc := c.SecurityContext
+	if sc == nil {
+		t.Errorf("container %s has no securityContext", c.Name)
+		return
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("container %s: allowPrivilegeEscalation not false", c.Name)
+	}
+	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("container %s: readOnlyRootFilesystem not true", c.Name)
+	}
+	if sc.Privileged != nil && *sc.Privileged {
+		t.Errorf("container %s is privileged", c.Name)
+	}
+	if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) != 0 {
+		t.Errorf("container %s capabilities = %+v: want drop ALL, add none", c.Name, sc.Capabilities)
+	}
+	if sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot || sc.RunAsUser != nil && *sc.RunAsUser == 0 {
+		t.Errorf("container %s may run as root", c.Name)
+	}
+	if sc.SeccompProfile != nil && sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault && sc.SeccompProfile.Type != corev1.SeccompProfileTypeLocalhost {
+		t.Errorf("container %s seccomp profile %s", c.Name, sc.SeccompProfile.Type)
 	}
 }
 
@@ -626,7 +685,7 @@ var managerFlagRE = regexp.MustCompile(`flag\.(String|Bool|Int|Duration)Var\(&[^
 // controller-runtime's zap flags) to its type.
 func managerFlags(t *testing.T) map[string]string {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(repoRoot(t), "cmd", "manager", "main.go"))
+	src, err := readFile(filepath.Join(repoRoot(t), "cmd", "manager", "main.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,11 +87,11 @@ func helmTemplate(t *testing.T, chart string, args ...string) (string, error) {
 
 func helmTemplateRelease(t *testing.T, name, chart string, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(helmBin(t), append([]string{"template", name, chart, "--namespace", namespace}, args...)...)
+	cmd := exec.CommandContext(t.Context(), helmBin(t), append([]string{"template", name, chart, "--namespace", namespace}, args...)...) //nolint:gosec // G204: bin/helm, built from source by make tools
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("helm template %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		return stdout.String(), fmt.Errorf("helm template %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String(), nil
 }
@@ -215,10 +215,16 @@ func into[T any](t *testing.T, u *unstructured.Unstructured) *T {
 	return out
 }
 
+// readFile is os.ReadFile for the only files these tests read: this
+// repository's and their own copies in t.TempDir().
+func readFile(path string) ([]byte, error) {
+	return os.ReadFile(path) //nolint:gosec // G304: only this repository's files and the tests' own temporary copies
+}
+
 // readYAML parses a file of the repository (relative to its root).
 func readYAML(t *testing.T, rel string) map[string]any {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), rel))
+	data, err := readFile(filepath.Join(repoRoot(t), rel))
 	if err != nil {
 		t.Fatal(err)
 	}

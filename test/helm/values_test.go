@@ -79,7 +79,7 @@ type schemaNode struct {
 
 func loadSchema(t *testing.T) *schemaNode {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(chartDir(t), "values.schema.json"))
+	data, err := readFile(filepath.Join(chartDir(t), "values.schema.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ var keyLine = regexp.MustCompile(`^( *)([A-Za-z_][A-Za-z0-9_]*):`)
 // objects) has a comment right above it, and appears in the schema.
 func TestValuesDocumented(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join(chartDir(t), "values.yaml"))
+	data, err := readFile(filepath.Join(chartDir(t), "values.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func definedMetrics(t *testing.T) map[string]bool {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err
 			}
-			src, err := os.ReadFile(path)
+			src, err := readFile(path)
 			for _, m := range re.FindAllStringSubmatch(string(src), -1) {
 				out[m[1]] = true
 			}
@@ -270,15 +270,15 @@ func TestNotes(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS(chartDir(t))); err != nil {
 		t.Fatal(err)
 	}
-	notes, err := os.ReadFile(filepath.Join(dir, "templates", "NOTES.txt"))
+	notes, err := readFile(filepath.Join(dir, "templates", "NOTES.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "files", "notes.txt"), notes, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "files", "notes.txt"), notes, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	wrapper := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  notes: {{ tpl (.Files.Get \"files/notes.txt\") . | quote }}\n"
-	if err := os.WriteFile(filepath.Join(dir, "templates", "zz-notes.yaml"), []byte(wrapper), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "templates", "zz-notes.yaml"), []byte(wrapper), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
