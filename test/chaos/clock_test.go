@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -29,18 +28,10 @@ func TestRedlockNodeClockJump(t *testing.T) {
 			const ttl = 3 * time.Second
 			nodes := redistest.StartNodes(t, 3)
 			clients := redlockClients(t, addrsOf(nodes))
-			ctx := ctxFor(t, time.Minute)
-			var h History
-			a, err := lock.NewRedlock(clients, lock.WithTTL(ttl), lock.WithoutWatchdog(), lock.WithIdentity("a"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = a.Close() })
-			b, err := lock.NewRedlock(clients, lock.WithTTL(ttl), lock.WithIdentity("b"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = b.Close() })
+			s := newScenario(t, time.Minute, false)
+			ctx := s.ctx
+			a := newRedlock(t, clients, lock.WithTTL(ttl), lock.WithoutWatchdog(), lock.WithIdentity("a"))
+			b := newRedlock(t, clients, lock.WithTTL(ttl), lock.WithIdentity("b"))
 
 			lease, err := a.TryAcquire(ctx, "jumpy")
 			if err != nil {
@@ -52,24 +43,9 @@ func TestRedlockNodeClockJump(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			bctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-			bLease, err := b.Acquire(bctx, "jumpy")
-			cancel()
-			if err == nil {
-				bFrom := Mono()
-				time.Sleep(50 * time.Millisecond)
-				hold(&h, "b", bLease, bFrom, func() error { return bLease.Release(ctx) })
-			}
-			h.Claim(Claim{Client: "a", Key: "jumpy", Fence: lease.Fence(), From: from, Until: min(Mono(), MonoAt(lease.ValidUntil()))})
-			vs := Overlaps(h.Claims())
-			if tt.unsafe {
-				if len(vs) == 0 {
-					t.Fatal("expected the documented unsafe outcome (two holders) when a majority of clocks jump")
-				}
-				t.Logf("observed, as documented: %s", vs[0])
-				return
-			}
-			expectClean(t, "S1", vs)
+			s.tryHold(b, "b", "jumpy", 500*time.Millisecond, 50*time.Millisecond)
+			s.h.Claim(Claim{Client: "a", Key: "jumpy", Fence: lease.Fence(), From: from, Until: min(Mono(), MonoAt(lease.ValidUntil()))})
+			s.checkDocumented("S1", Overlaps(s.h.Claims()), tt.unsafe, "two holders when a majority of clocks jump")
 		})
 	}
 }

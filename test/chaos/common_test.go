@@ -16,9 +16,22 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// newLocker returns a Locker on c, closed when t ends.
 func newLocker(t *testing.T, c redis.UniversalClient, opts ...lock.Option) *lock.Locker {
 	t.Helper()
 	l, err := lock.New(c, opts...)
+	return closedAtEnd(t, l, err)
+}
+
+// newRedlock returns a Redlock Locker over clients, closed when t ends.
+func newRedlock(t *testing.T, clients []redis.UniversalClient, opts ...lock.Option) *lock.Locker {
+	t.Helper()
+	l, err := lock.NewRedlock(clients, opts...)
+	return closedAtEnd(t, l, err)
+}
+
+func closedAtEnd(t *testing.T, l *lock.Locker, err error) *lock.Locker {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}

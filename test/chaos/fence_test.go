@@ -13,51 +13,40 @@ import (
 // and stays above every earlier fence. A counter without that floor (INCR
 // from nothing) hands out small tokens again: the fence checker catches it.
 func TestFenceAfterRestartEmpty(t *testing.T) {
-	for _, naive := range []bool{false, true} {
-		name := "redlease"
-		if naive {
-			name = "naive counter without a floor"
-		}
-		t.Run(name, func(t *testing.T) {
-			srv := redistest.StartStandalone(t)
-			ctx := ctxFor(t, time.Minute)
-			var h History
-			restarts := rounds(2, 5)
-			l := newLocker(t, srv.Client(t), lock.WithTTL(time.Second))
-			for r := range restarts + 1 {
-				for i := range 3 {
-					client := fmt.Sprintf("holder-%d-%d", r, i)
-					if naive {
-						c := srv.Client(t)
-						if !c.SetNX(ctx, "fenced", client, time.Second).Val() {
-							t.Fatal("naive acquire failed")
-						}
-						from := Mono()
-						f, err := c.Incr(ctx, "naive-fence").Uint64()
-						if err != nil {
-							t.Fatal(err)
-						}
-						c.Del(ctx, "fenced")
-						h.Claim(Claim{Client: client, Key: "fenced", Fence: f, From: from, Until: Mono()})
-						continue
+	variants(t, "redlease", "naive counter without a floor", time.Minute, func(t *testing.T, s *scenario) {
+		srv := redistest.StartStandalone(t)
+		ctx := s.ctx
+		restarts := rounds(2, 5)
+		l := newLocker(t, srv.Client(t), lock.WithTTL(time.Second))
+		for r := range restarts + 1 {
+			for i := range 3 {
+				client := fmt.Sprintf("holder-%d-%d", r, i)
+				if s.naive {
+					c := srv.Client(t)
+					if !c.SetNX(ctx, "fenced", client, time.Second).Val() {
+						t.Fatal("naive acquire failed")
 					}
-					lease, err := l.Acquire(ctx, "fenced")
+					from := Mono()
+					f, err := c.Incr(ctx, "naive-fence").Uint64()
 					if err != nil {
 						t.Fatal(err)
 					}
-					hold(&h, client, lease, Mono(), func() error { return lease.Release(ctx) })
+					c.Del(ctx, "fenced")
+					s.h.Claim(Claim{Client: client, Key: "fenced", Fence: f, From: from, Until: Mono()})
+					continue
 				}
-				if r < restarts {
-					if err := srv.RestartEmpty(); err != nil {
-						t.Fatal(err)
-					}
+				lease, err := l.Acquire(ctx, "fenced")
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.release(client, lease, Mono())
+			}
+			if r < restarts {
+				if err := srv.RestartEmpty(); err != nil {
+					t.Fatal(err)
 				}
 			}
-			if naive {
-				expectCaught(t, "fences", FencesNotIncreasing(h.Claims()))
-			} else {
-				expectClean(t, "fences", FencesNotIncreasing(h.Claims()))
-			}
-		})
-	}
+		}
+		s.check("fences", FencesNotIncreasing(s.h.Claims()))
+	})
 }

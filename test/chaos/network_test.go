@@ -60,59 +60,45 @@ func (n *naiveReplyClock) end() int64 {
 // believes it holds the lock long after the key expired and another client
 // took it: S1 catches it.
 func TestRenewRepliesDelayedPastHalfTheTTL(t *testing.T) {
-	for _, naive := range []bool{false, true} {
-		name := "redlease"
-		if naive {
-			name = "naive validity from the reply"
-		}
-		t.Run(name, func(t *testing.T) {
-			const ttl, latency = 600 * time.Millisecond, 400 * time.Millisecond
-			srv := redistest.StartStandalone(t)
-			proxy := faultproxy.New(t, srv.Addr())
-			slow := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
-			t.Cleanup(func() { slow.Close() })
-			ctx := ctxFor(t, time.Minute)
-			var h History
+	variants(t, "redlease", "naive validity from the reply", time.Minute, func(t *testing.T, s *scenario) {
+		const ttl, latency = 600 * time.Millisecond, 400 * time.Millisecond
+		srv := redistest.StartStandalone(t)
+		proxy := faultproxy.New(t, srv.Addr())
+		slow := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+		t.Cleanup(func() { slow.Close() })
+		ctx := s.ctx
 
-			var finish func() int64
-			from := Mono()
-			if naive {
-				n := naiveAcquire(ctx, slow, "slow", "naive/1", ttl)
-				if n == nil {
-					t.Fatal("naive acquire failed")
-				}
-				finish = n.end
-			} else {
-				a := newLocker(t, slow, lock.WithTTL(ttl), lock.WithIdentity("slow"))
-				lease, err := a.TryAcquire(ctx, "slow")
-				if err != nil {
-					t.Fatal(err)
-				}
-				finish = func() int64 {
-					<-lease.Done()
-					return MonoAt(lease.ValidUntil())
-				}
+		var finish func() int64
+		from := Mono()
+		if s.naive {
+			n := naiveAcquire(ctx, slow, "slow", "naive/1", ttl)
+			if n == nil {
+				t.Fatal("naive acquire failed")
 			}
-			proxy.Latency(latency)
-
-			// Another client on a fast connection takes the lock as soon as
-			// the key expires.
-			b := newLocker(t, srv.Client(t), lock.WithTTL(ttl), lock.WithIdentity("fast"), lock.WithRetryBackoff(time.Millisecond, 5*time.Millisecond))
-			lease, err := b.Acquire(ctx, "slow")
+			finish = n.end
+		} else {
+			a := newLocker(t, slow, lock.WithTTL(ttl), lock.WithIdentity("slow"))
+			lease, err := a.TryAcquire(ctx, "slow")
 			if err != nil {
 				t.Fatal(err)
 			}
-			bFrom := Mono()
-			time.Sleep(latency + ttl) // long enough for the slow holder to notice
-			hold(&h, "fast", lease, bFrom, func() error { return lease.Release(ctx) })
-			proxy.Reset()
-			h.Claim(Claim{Client: "slow", Key: "slow", From: from, Until: finish()})
-
-			if naive {
-				expectCaught(t, "S1", Overlaps(h.Claims()))
-			} else {
-				expectClean(t, "S1", Overlaps(h.Claims()))
+			finish = func() int64 {
+				<-lease.Done()
+				return MonoAt(lease.ValidUntil())
 			}
-		})
-	}
+		}
+		proxy.Latency(latency)
+
+		// Another client on a fast connection takes the lock as soon as
+		// the key expires.
+		b := newLocker(t, srv.Client(t), lock.WithTTL(ttl), lock.WithIdentity("fast"), lock.WithRetryBackoff(time.Millisecond, 5*time.Millisecond))
+		lease, err := b.Acquire(ctx, "slow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.holdFor("fast", lease, latency+ttl) // long enough for the slow holder to notice
+		proxy.Reset()
+		s.h.Claim(Claim{Client: "slow", Key: "slow", From: from, Until: finish()})
+		s.check("S1", Overlaps(s.h.Claims()))
+	})
 }

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,70 +17,51 @@ import (
 // fence): the holder still believes after resuming — S1 catches the overlap
 // — and its write overwrites the successor's.
 func TestHolderPausedPastItsTTL(t *testing.T) {
-	for _, naive := range []bool{false, true} {
-		name := "redlease"
-		if naive {
-			name = "naive renewal without a local deadline"
+	variants(t, "redlease", "naive renewal without a local deadline", time.Minute, func(t *testing.T, s *scenario) {
+		srv, storeSrv := redistest.StartStandalone(t), redistest.StartStandalone(t)
+		ctx := s.ctx
+		const ttl = 400 * time.Millisecond
+		env := map[string]string{"REDIS": srv.Addr(), "STORE": storeSrv.Addr(), "KEY": "ledger-lock", "TTL": ttl.String()}
+		if s.naive {
+			env["NAIVE"] = "1"
 		}
-		t.Run(name, func(t *testing.T) {
-			srv, storeSrv := redistest.StartStandalone(t), redistest.StartStandalone(t)
-			ctx := ctxFor(t, time.Minute)
-			var h History
-			const ttl = 400 * time.Millisecond
-			env := map[string]string{"REDIS": srv.Addr(), "STORE": storeSrv.Addr(), "KEY": "ledger-lock", "TTL": ttl.String()}
-			if naive {
-				env["NAIVE"] = "1"
-			}
-			holder := startHelper(t, "paused-writer", env)
-			holder.next(t, "about-to-write", 10*time.Second)
-			holder.signal(syscall.SIGSTOP)
+		holder := s.pausedHelper("paused-writer", env)
 
-			// The successor, in this process.
-			succ := newLocker(t, srv.Client(t), lock.WithTTL(2*time.Second), lock.WithIdentity("successor"))
-			lease, err := succ.Acquire(ctx, "ledger-lock")
-			if err != nil {
-				t.Fatal(err)
-			}
-			from := Mono()
-			store := storeSrv.Client(t)
-			// The successor increments the counter too (it reads 0: the
-			// holder has not written yet).
-			if naive {
-				err = store.Set(ctx, "ledger", 1, 0).Err()
-			} else {
-				err = fence.NewRedisStore(store, "").Write(ctx, "ledger", lease.Fence(), "1")
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.Write(Write{Client: "successor", Resource: "ledger", Fence: lease.Fence(), At: Mono(), Accepted: true})
+		// The successor, in this process.
+		succ := newLocker(t, srv.Client(t), lock.WithTTL(2*time.Second), lock.WithIdentity("successor"))
+		lease, err := succ.Acquire(ctx, "ledger-lock")
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := Mono()
+		store := storeSrv.Client(t)
+		// The successor increments the counter too (it reads 0: the
+		// holder has not written yet).
+		if s.naive {
+			err = store.Set(ctx, "ledger", 1, 0).Err()
+		} else {
+			err = fence.NewRedisStore(store, "").Write(ctx, "ledger", lease.Fence(), "1")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.h.Write(Write{Client: "successor", Resource: "ledger", Fence: lease.Fence(), At: Mono(), Accepted: true})
 
-			holder.signal(syscall.SIGCONT)
-			w := holder.next(t, "write", 10*time.Second)
-			h.Write(*w.Write)
-			c := holder.next(t, "claim", 10*time.Second)
-			h.Claim(*c.Claim)
-			hold(&h, "successor", lease, from, func() error { return lease.Release(ctx) })
+		late := s.resume(holder)
+		s.release("successor", lease, from)
 
-			var counter string
-			if naive {
-				counter = store.Get(ctx, "ledger").Val()
-			} else {
-				_, counter, _ = fence.NewRedisStore(store, "").Read(ctx, "ledger")
-			}
-			lost := LostUpdates(h.Writes(), counter)
-			if naive {
-				expectCaught(t, "S1", Overlaps(h.Claims()))
-				expectCaught(t, "S2", StaleAccepted(h.Writes()))
-				expectCaught(t, "S4", lost)
-				return
-			}
-			expectClean(t, "S1", Overlaps(h.Claims()))
-			expectClean(t, "S2", StaleAccepted(h.Writes()))
-			expectClean(t, "S4", lost)
-			if w.Write.Accepted {
-				t.Fatal("the paused holder's late write was accepted")
-			}
-		})
-	}
+		var counter string
+		if s.naive {
+			counter = store.Get(ctx, "ledger").Val()
+		} else {
+			_, counter, _ = fence.NewRedisStore(store, "").Read(ctx, "ledger")
+		}
+		lost := LostUpdates(s.h.Writes(), counter)
+		s.check("S1", Overlaps(s.h.Claims()))
+		s.check("S2", StaleAccepted(s.h.Writes()))
+		s.check("S4", lost)
+		if !s.naive && late.Accepted {
+			t.Fatal("the paused holder's late write was accepted")
+		}
+	})
 }

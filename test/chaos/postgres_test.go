@@ -120,66 +120,64 @@ func TestFencedSQLWrites(t *testing.T) {
 	}
 	srv := redistest.StartStandalone(t)
 
-	for _, naive := range []bool{false, true} {
-		name, id := "fenced UPDATE", "fenced"
-		if naive {
-			name, id = "naive UPDATE without the fence", "naive"
+	// Both variants share the cluster and the test's one-minute budget
+	// (ctx), as they did before each had a scenario.
+	variants(t, "fenced UPDATE", "naive UPDATE without the fence", time.Minute, func(t *testing.T, s *scenario) {
+		id := "fenced"
+		if s.naive {
+			id = "naive"
 		}
-		t.Run(name, func(t *testing.T) {
-			if _, err := db.ExecContext(ctx, `INSERT INTO accounts (id, balance) VALUES ($1, 0)`, id); err != nil {
+		if _, err := db.ExecContext(ctx, `INSERT INTO accounts (id, balance) VALUES ($1, 0)`, id); err != nil {
+			t.Fatal(err)
+		}
+		// deposit adds 10 to the balance it read, under token; naive
+		// writes without comparing the token.
+		deposit := func(client string, token uint64, read int64) {
+			var err error
+			if s.naive {
+				_, err = db.ExecContext(ctx, `UPDATE accounts SET balance = $2 WHERE id = $1`, id, read+10)
+			} else {
+				err = fence.ExecFenced(ctx, db, id, token,
+					`UPDATE accounts SET balance = $2, fence = $3 WHERE id = $1 AND fence < $3`, id, read+10, strconv.FormatUint(token, 10))
+			}
+			if err != nil && !errors.Is(err, fence.ErrStale) {
 				t.Fatal(err)
 			}
-			var h History
-			// deposit adds 10 to the balance it read, under token; naive
-			// writes without comparing the token.
-			deposit := func(client string, token uint64, read int64) {
-				var err error
-				if naive {
-					_, err = db.ExecContext(ctx, `UPDATE accounts SET balance = $2 WHERE id = $1`, id, read+10)
-				} else {
-					err = fence.ExecFenced(ctx, db, id, token,
-						`UPDATE accounts SET balance = $2, fence = $3 WHERE id = $1 AND fence < $3`, id, read+10, strconv.FormatUint(token, 10))
-				}
-				if err != nil && !errors.Is(err, fence.ErrStale) {
-					t.Fatal(err)
-				}
-				h.Write(Write{Client: client, Resource: id, Fence: token, At: Mono(), Accepted: err == nil})
+			s.h.Write(Write{Client: client, Resource: id, Fence: token, At: Mono(), Accepted: err == nil})
+		}
+		balance := func() int64 {
+			var b int64
+			if err := db.QueryRowContext(ctx, `SELECT balance FROM accounts WHERE id = $1`, id).Scan(&b); err != nil {
+				t.Fatal(err)
 			}
-			balance := func() int64 {
-				var b int64
-				if err := db.QueryRowContext(ctx, `SELECT balance FROM accounts WHERE id = $1`, id).Scan(&b); err != nil {
-					t.Fatal(err)
-				}
-				return b
-			}
+			return b
+		}
 
-			old := newLocker(t, srv.Client(t), lock.WithTTL(200*time.Millisecond), lock.WithoutWatchdog())
-			next := newLocker(t, srv.Client(t), lock.WithTTL(5*time.Second))
-			stale, err := old.TryAcquire(ctx, "account-"+id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			staleRead := balance() // read, then "paused" past the lease
-			<-stale.Done()
-			lease, err := next.Acquire(ctx, "account-"+id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			deposit("successor", lease.Fence(), balance())
-			deposit("paused", stale.Fence(), staleRead) // the late write
-			lease.Release(ctx)
+		old := newLocker(t, srv.Client(t), lock.WithTTL(200*time.Millisecond), lock.WithoutWatchdog())
+		next := newLocker(t, srv.Client(t), lock.WithTTL(5*time.Second))
+		stale, err := old.TryAcquire(ctx, "account-"+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		staleRead := balance() // read, then "paused" past the lease
+		<-stale.Done()
+		lease, err := next.Acquire(ctx, "account-"+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deposit("successor", lease.Fence(), balance())
+		deposit("paused", stale.Fence(), staleRead) // the late write
+		lease.Release(ctx)
 
-			// Each accepted deposit added 10.
-			got := strconv.FormatInt(balance()/10, 10)
-			if naive {
-				expectCaught(t, "S4", LostUpdates(h.Writes(), got))
-				return
-			}
-			expectClean(t, "S4", LostUpdates(h.Writes(), got))
-			expectClean(t, "S2", StaleAccepted(h.Writes()))
-			if balance() != 10 {
-				t.Fatalf("balance = %d, want 10 (the successor's deposit only)", balance())
-			}
-		})
-	}
+		// Each accepted deposit added 10.
+		got := strconv.FormatInt(balance()/10, 10)
+		s.check("S4", LostUpdates(s.h.Writes(), got))
+		if s.naive {
+			return
+		}
+		expectClean(t, "S2", StaleAccepted(s.h.Writes()))
+		if balance() != 10 {
+			t.Fatalf("balance = %d, want 10 (the successor's deposit only)", balance())
+		}
+	})
 }

@@ -34,22 +34,20 @@ func addrsOf(nodes []*redistest.Server) []string {
 }
 
 // contend runs clients that take the lock in turn until each got it
-// `per` times (or ctx ends), recording claims.
-func contend(ctx context.Context, t *testing.T, h *History, lockers []*lock.Locker, key string, per int, work time.Duration) {
+// `per` times (or the scenario's budget ends), recording claims.
+func contend(s *scenario, lockers []*lock.Locker, key string, per int, work time.Duration) {
 	var wg sync.WaitGroup
 	for i, l := range lockers {
 		wg.Go(func() {
 			for range per {
-				lease, err := l.Acquire(ctx, key)
+				lease, err := l.Acquire(s.ctx, key)
 				if err != nil {
-					if ctx.Err() == nil {
-						t.Errorf("client %d: %v", i, err)
+					if s.ctx.Err() == nil {
+						s.t.Errorf("client %d: %v", i, err)
 					}
 					return
 				}
-				from := Mono()
-				time.Sleep(work)
-				hold(h, fmt.Sprintf("client-%d", i), lease, from, func() error { return lease.Release(ctx) })
+				s.holdFor(fmt.Sprintf("client-%d", i), lease, work)
 			}
 		})
 	}
@@ -61,17 +59,12 @@ func contend(ctx context.Context, t *testing.T, h *History, lockers []*lock.Lock
 func TestRedlockWithEveryMinorityDown(t *testing.T) {
 	nodes := redistest.StartNodes(t, 5)
 	clients := redlockClients(t, addrsOf(nodes))
-	ctx := ctxFor(t, 5*time.Minute)
-	var h History
+	s := newScenario(t, 5*time.Minute, false)
+	ctx := s.ctx
 	lockers := make([]*lock.Locker, 3)
 	for i := range lockers {
-		l, err := lock.NewRedlock(clients, lock.WithTTL(time.Second), lock.WithNodeTimeout(100*time.Millisecond),
+		lockers[i] = newRedlock(t, clients, lock.WithTTL(time.Second), lock.WithNodeTimeout(100*time.Millisecond),
 			lock.WithIdentity(fmt.Sprintf("client-%d", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = l.Close() })
-		lockers[i] = l
 	}
 	per := rounds(2, 6)
 	for mask := range 1 << 5 {
@@ -89,7 +82,7 @@ func TestRedlockWithEveryMinorityDown(t *testing.T) {
 				n.Kill()
 			}
 		}
-		contend(ctx, t, &h, lockers, "minority", per, time.Millisecond)
+		contend(s, lockers, "minority", per, time.Millisecond)
 		for i, n := range nodes {
 			if mask&(1<<i) != 0 {
 				if err := n.Start(); err != nil {
@@ -101,9 +94,9 @@ func TestRedlockWithEveryMinorityDown(t *testing.T) {
 			}
 		}
 	}
-	expectClean(t, "S1", Overlaps(h.Claims()))
-	expectClean(t, "fences", FencesNotIncreasing(h.Claims()))
-	t.Logf("%d leases over 16 outage patterns", len(h.Claims()))
+	expectClean(t, "S1", Overlaps(s.h.Claims()))
+	expectClean(t, "fences", FencesNotIncreasing(s.h.Claims()))
+	t.Logf("%d leases over 16 outage patterns", len(s.h.Claims()))
 }
 
 // naiveRedlock acquires on a majority but counts validity from the reply,
@@ -129,78 +122,57 @@ func naiveRedlock(ctx context.Context, clients []redis.UniversalClient, key, val
 // validity; a Redlock without that check believes in keys that already
 // expired while another client takes them (S1 catches it).
 func TestRedlockElapsedTimeCheck(t *testing.T) {
-	for _, naive := range []bool{false, true} {
-		name := "redlease"
-		if naive {
-			name = "naive without the elapsed-time check"
+	variants(t, "redlease", "naive without the elapsed-time check", time.Minute, func(t *testing.T, s *scenario) {
+		const ttl, latency = time.Second, 300 * time.Millisecond
+		nodes := redistest.StartNodes(t, 3)
+		slowAddrs := addrsOf(nodes)
+		var proxies []*faultproxy.Proxy
+		for i := range 2 { // a majority of the nodes answers slowly
+			p := faultproxy.New(t, slowAddrs[i])
+			slowAddrs[i] = p.Addr()
+			proxies = append(proxies, p)
 		}
-		t.Run(name, func(t *testing.T) {
-			const ttl, latency = time.Second, 300 * time.Millisecond
-			nodes := redistest.StartNodes(t, 3)
-			slowAddrs := addrsOf(nodes)
-			var proxies []*faultproxy.Proxy
-			for i := range 2 { // a majority of the nodes answers slowly
-				p := faultproxy.New(t, slowAddrs[i])
-				slowAddrs[i] = p.Addr()
-				proxies = append(proxies, p)
-			}
-			slow := redlockClients(t, slowAddrs)
-			fast := redlockClients(t, addrsOf(nodes))
-			ctx := ctxFor(t, time.Minute)
-			var h History
-			a, err := lock.NewRedlock(slow, lock.WithTTL(ttl), lock.WithNodeTimeout(400*time.Millisecond), lock.WithoutWatchdog(), lock.WithIdentity("slow"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = a.Close() })
-			// Connect and load the scripts before the latency starts, so
-			// each request costs one slow round trip.
-			warm, err := a.TryAcquire(ctx, "warm-up")
-			if err != nil {
-				t.Fatal(err)
-			}
-			warm.Release(ctx)
-			for _, p := range proxies {
-				p.Latency(latency)
-			}
+		slow := redlockClients(t, slowAddrs)
+		fast := redlockClients(t, addrsOf(nodes))
+		ctx := s.ctx
+		a := newRedlock(t, slow, lock.WithTTL(ttl), lock.WithNodeTimeout(400*time.Millisecond), lock.WithoutWatchdog(), lock.WithIdentity("slow"))
+		// Connect and load the scripts before the latency starts, so
+		// each request costs one slow round trip.
+		warm, err := a.TryAcquire(ctx, "warm-up")
+		if err != nil {
+			t.Fatal(err)
+		}
+		warm.Release(ctx)
+		for _, p := range proxies {
+			p.Latency(latency)
+		}
 
-			from := Mono()
-			var until int64
-			if naive {
-				var ok bool
-				until, ok = naiveRedlock(ctx, slow, "slow-redlock", "naive/1", ttl)
-				if !ok {
-					t.Fatal("naive Redlock did not get a majority")
-				}
-			} else {
-				// Acquire and fence write-back take two slow round trips;
-				// the validity left is what remains of the TTL after them.
-				lease, err := a.TryAcquire(ctx, "slow-redlock")
-				if err != nil {
-					t.Fatal(err)
-				}
-				until = MonoAt(lease.ValidUntil())
-				t.Logf("validity left after a %v acquisition: %v", time.Duration(Mono()-from), time.Until(lease.ValidUntil()))
+		from := Mono()
+		var until int64
+		if s.naive {
+			var ok bool
+			until, ok = naiveRedlock(ctx, slow, "slow-redlock", "naive/1", ttl)
+			if !ok {
+				t.Fatal("naive Redlock did not get a majority")
 			}
-			h.Claim(Claim{Client: "slow", Key: "slow-redlock", From: from, Until: until})
+		} else {
+			// Acquire and fence write-back take two slow round trips;
+			// the validity left is what remains of the TTL after them.
+			lease, err := a.TryAcquire(ctx, "slow-redlock")
+			if err != nil {
+				t.Fatal(err)
+			}
+			until = MonoAt(lease.ValidUntil())
+			t.Logf("validity left after a %v acquisition: %v", time.Duration(Mono()-from), time.Until(lease.ValidUntil()))
+		}
+		s.h.Claim(Claim{Client: "slow", Key: "slow-redlock", From: from, Until: until})
 
-			b, err := lock.NewRedlock(fast, lock.WithTTL(ttl), lock.WithIdentity("fast"), lock.WithRetryBackoff(time.Millisecond, 5*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = b.Close() })
-			lease, err := b.Acquire(ctx, "slow-redlock")
-			if err != nil {
-				t.Fatal(err)
-			}
-			bFrom := Mono()
-			time.Sleep(ttl)
-			hold(&h, "fast", lease, bFrom, func() error { return lease.Release(ctx) })
-			if naive {
-				expectCaught(t, "S1", Overlaps(h.Claims()))
-			} else {
-				expectClean(t, "S1", Overlaps(h.Claims()))
-			}
-		})
-	}
+		b := newRedlock(t, fast, lock.WithTTL(ttl), lock.WithIdentity("fast"), lock.WithRetryBackoff(time.Millisecond, 5*time.Millisecond))
+		lease, err := b.Acquire(ctx, "slow-redlock")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.holdFor("fast", lease, ttl)
+		s.check("S1", Overlaps(s.h.Claims()))
+	})
 }

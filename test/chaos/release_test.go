@@ -44,8 +44,8 @@ func TestLateReleaseAfterExpiry(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := redistest.StartStandalone(t)
-			ctx := ctxFor(t, 30*time.Second)
-			var h History
+			s := newScenario(t, 30*time.Second, tt.naive)
+			ctx := s.ctx
 			raw := srv.Client(t)
 			a := newLocker(t, srv.Client(t), lock.WithTTL(150*time.Millisecond), lock.WithoutWatchdog(), lock.WithIdentity("a"))
 			b := newLocker(t, srv.Client(t), lock.WithTTL(2*time.Second), lock.WithIdentity("b"))
@@ -58,7 +58,7 @@ func TestLateReleaseAfterExpiry(t *testing.T) {
 			aFrom := Mono()
 			read := raw.Get(ctx, "late").Val() // what a GET-then-DEL client reads before its pause
 			<-lease.Done()                     // A works past its TTL
-			h.Claim(Claim{Client: "a", Key: "late", Fence: lease.Fence(), From: aFrom, Until: MonoAt(lease.ValidUntil())})
+			s.h.Claim(Claim{Client: "a", Key: "late", Fence: lease.Fence(), From: aFrom, Until: MonoAt(lease.ValidUntil())})
 
 			bLease, err := b.Acquire(ctx, "late")
 			if err != nil {
@@ -68,22 +68,11 @@ func TestLateReleaseAfterExpiry(t *testing.T) {
 			if err := tt.release(ctx, raw, lease, read); err != nil {
 				t.Fatal(err)
 			}
-			cCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			cLease, err := c.Acquire(cCtx, "late")
-			cancel()
-			if err == nil {
-				cFrom := Mono()
-				time.Sleep(20 * time.Millisecond)
-				hold(&h, "c", cLease, cFrom, func() error { return cLease.Release(ctx) })
-			}
-			if err := hold(&h, "b", bLease, bFrom, func() error { return bLease.Release(ctx) }); err != nil && !errors.Is(err, lock.ErrLeaseLost) {
+			s.tryHold(c, "c", "late", 300*time.Millisecond, 20*time.Millisecond)
+			if err := s.release("b", bLease, bFrom); err != nil && !errors.Is(err, lock.ErrLeaseLost) {
 				t.Fatal(err)
 			}
-			if tt.naive {
-				expectCaught(t, "S1", Overlaps(h.Claims()))
-			} else {
-				expectClean(t, "S1", Overlaps(h.Claims()))
-			}
+			s.check("S1", Overlaps(s.h.Claims()))
 		})
 	}
 }

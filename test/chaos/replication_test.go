@@ -15,60 +15,45 @@ import (
 // promoted replica while A still believes: S1 catches it. With
 // WithReplicaAck(1), A's unreplicated acquisition never counts.
 func TestMasterKilledBeforeReplicating(t *testing.T) {
-	for _, naive := range []bool{false, true} {
-		name := "redlease with WAIT"
+	variants(t, "redlease with WAIT", "no WAIT", time.Minute, func(t *testing.T, s *scenario) {
 		var opts []lock.Option
-		if naive {
-			name = "no WAIT"
-		} else {
+		if !s.naive {
 			opts = []lock.Option{lock.WithReplicaAck(1, 200*time.Millisecond)}
 		}
-		t.Run(name, func(t *testing.T) {
-			g := redistest.StartReplicated(t, 1)
-			ctx := ctxFor(t, time.Minute)
-			var h History
-			a, err := lock.New(g.Master.Client(t), append([]lock.Option{lock.WithTTL(5 * time.Second), lock.WithIdentity("a")}, opts...)...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = a.Close() }) // its master is killed: Close cannot release there
+		g := redistest.StartReplicated(t, 1)
+		ctx := s.ctx
+		// Its master is killed: Close cannot release there.
+		a := newLocker(t, g.Master.Client(t), append([]lock.Option{lock.WithTTL(5 * time.Second), lock.WithIdentity("a")}, opts...)...)
 
-			// Cut replication, so A's acquisition exists on the master only.
-			g.Replicas[0].Pause()
-			if err := g.Master.Client(t).ClientKillByFilter(ctx, "TYPE", "replica").Err(); err != nil {
-				t.Fatal(err)
-			}
-			aLease, aErr := a.TryAcquire(ctx, "job")
-			aFrom := Mono()
-			if aErr != nil && !errors.Is(aErr, lock.ErrNotReplicated) {
-				t.Fatal(aErr)
-			}
-			g.Master.Kill()
-			g.Replicas[0].Resume()
-			if err := g.Replicas[0].Promote(ctx); err != nil {
-				t.Fatal(err)
-			}
-			b := newLocker(t, g.Replicas[0].Client(t), lock.WithTTL(5*time.Second), lock.WithIdentity("b"))
-			bLease, err := b.TryAcquire(ctx, "job")
-			if err != nil {
-				t.Fatal(err)
-			}
-			bFrom := Mono()
-			time.Sleep(50 * time.Millisecond)
-			hold(&h, "b", bLease, bFrom, func() error { return bLease.Release(ctx) })
-			if aErr == nil {
-				h.Claim(Claim{Client: "a", Key: "job", Fence: aLease.Fence(), From: aFrom, Until: Mono()})
-			}
-			if naive {
-				expectCaught(t, "S1", Overlaps(h.Claims()))
-			} else {
-				if aErr == nil {
-					t.Fatal("an unreplicated acquisition was handed out despite WAIT")
-				}
-				expectClean(t, "S1", Overlaps(h.Claims()))
-			}
-		})
-	}
+		// Cut replication, so A's acquisition exists on the master only.
+		g.Replicas[0].Pause()
+		if err := g.Master.Client(t).ClientKillByFilter(ctx, "TYPE", "replica").Err(); err != nil {
+			t.Fatal(err)
+		}
+		aLease, aErr := a.TryAcquire(ctx, "job")
+		aFrom := Mono()
+		if aErr != nil && !errors.Is(aErr, lock.ErrNotReplicated) {
+			t.Fatal(aErr)
+		}
+		g.Master.Kill()
+		g.Replicas[0].Resume()
+		if err := g.Replicas[0].Promote(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b := newLocker(t, g.Replicas[0].Client(t), lock.WithTTL(5*time.Second), lock.WithIdentity("b"))
+		bLease, err := b.TryAcquire(ctx, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.holdFor("b", bLease, 50*time.Millisecond)
+		if aErr == nil {
+			s.h.Claim(Claim{Client: "a", Key: "job", Fence: aLease.Fence(), From: aFrom, Until: Mono()})
+		}
+		if !s.naive && aErr == nil {
+			t.Fatal("an unreplicated acquisition was handed out despite WAIT")
+		}
+		s.check("S1", Overlaps(s.h.Claims()))
+	})
 }
 
 // min-replicas-to-write refuses writes when replicas vanish: with the

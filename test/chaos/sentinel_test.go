@@ -21,8 +21,8 @@ import (
 // the switch (READONLY, unreplicated acquisitions) are expected and counted.
 func TestSentinelFailoverUnderLoad(t *testing.T) {
 	g := redistest.StartSentinel(t, 1)
-	ctx := ctxFor(t, 2*time.Minute)
-	var h History
+	s := newScenario(t, 2*time.Minute, false)
+	ctx := s.ctx
 	var errs atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -53,14 +53,12 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 					time.Sleep(10 * time.Millisecond)
 					continue
 				}
-				from := Mono()
-				time.Sleep(2 * time.Millisecond)
-				_ = hold(&h, fmt.Sprintf("client-%d", i), lease, from, func() error { return lease.Release(ctx) })
+				s.holdFor(fmt.Sprintf("client-%d", i), lease, 2*time.Millisecond)
 			}
 		})
 	}
 	time.Sleep(time.Second)
-	before := len(h.Claims())
+	before := len(s.h.Claims())
 	newMaster, err := g.Failover(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -68,11 +66,11 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	time.Sleep(time.Duration(rounds(3, 10)) * time.Second)
 	close(stop)
 	wg.Wait()
-	after := len(h.Claims()) - before
+	after := len(s.h.Claims()) - before
 	t.Logf("failover to %s: %d leases before, %d during and after, %d errors during the switch", newMaster, before, after, errs.Load())
 	if after == 0 {
 		t.Fatal("no lease was taken after the failover")
 	}
-	expectClean(t, "S1", Overlaps(h.Claims()))
-	expectClean(t, "fences", FencesNotIncreasing(h.Claims()))
+	expectClean(t, "S1", Overlaps(s.h.Claims()))
+	expectClean(t, "fences", FencesNotIncreasing(s.h.Claims()))
 }
