@@ -70,7 +70,7 @@ func Main(args []string) int {
 	defer stop()
 	d := &demo{out: os.Stdout, stats: map[string]*workerStats{}}
 	if err := d.run(ctx, *binDir, *duration, *workers, *keep); err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
+		printf(os.Stderr, "demo: %v\n", err)
 		d.cleanup()
 		return 1
 	}
@@ -94,8 +94,16 @@ type demo struct {
 	pausedAt string
 }
 
+// printf writes one of the demo's messages to the terminal. A failed write
+// is deliberately dropped: the demo goes on and, above all, still stops
+// everything it started; what it shows is no reason to leave processes
+// behind.
+func printf(w io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(w, format, args...)
+}
+
 func (d *demo) step(format string, args ...any) {
-	fmt.Fprintf(d.out, "==> "+format+"\n", args...)
+	printf(d.out, "==> "+format+"\n", args...)
 }
 
 func (d *demo) onCleanup(f func()) { d.cleanups = append(d.cleanups, f) }
@@ -115,56 +123,92 @@ func (d *demo) run(ctx context.Context, bin string, duration time.Duration, work
 		}
 		bin = filepath.Join(root, "bin")
 	}
-	dir, err := os.MkdirTemp("", "redlease-demo-")
+	st, err := d.startStack(ctx, bin)
 	if err != nil {
 		return err
 	}
-	d.onCleanup(func() { os.RemoveAll(dir) })
+	if err := d.runWorkers(ctx, st, bin, duration, workers); err != nil {
+		return err
+	}
+	if err := d.summary(ctx, st.storeAddr); err != nil {
+		return err
+	}
+	if keep {
+		printf(d.out, "\nStill running (Ctrl-C to stop everything):\n  export KUBECONFIG=%s\n  %s get dlock -A\n  %s status %s/%s --kubeconfig %s\n",
+			st.kubeconfig, filepath.Join(bin, "kubectl"), filepath.Join(bin, "lockctl"), namespace, lockName, st.kubeconfig)
+		<-ctx.Done()
+	}
+	return nil
+}
+
+// stack is what the workers run against, as startStack leaves it.
+type stack struct {
+	env        *kubetest.Env
+	kubeconfig string
+	storeAddr  string // the fenced ledger's Redis
+}
+
+// startStack starts the control plane, the two Redis servers and the
+// operator, and applies the DistributedLock, returning once it is Ready.
+// Everything it starts is stopped by d.cleanup.
+func (d *demo) startStack(ctx context.Context, bin string) (*stack, error) {
+	dir, err := os.MkdirTemp("", "redlease-demo-")
+	if err != nil {
+		return nil, err
+	}
+	d.onCleanup(func() { _ = os.RemoveAll(dir) }) // a temporary directory: leaving it behind fails nothing
 
 	d.step("starting a control plane: etcd and kube-apiserver from bin/ (built from source), CRDs from config/crd/bases")
 	env, err := kubetest.New()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d.onCleanup(func() { _ = env.Stop() })
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := env.WriteKubeconfig(kubeconfig); err != nil {
-		return err
+	st := &stack{env: env, kubeconfig: filepath.Join(dir, "kubeconfig")}
+	if err := env.WriteKubeconfig(st.kubeconfig); err != nil {
+		return nil, err
 	}
 
 	d.step("starting two redis-servers on 127.0.0.1: one for the lock, one for the fenced ledger")
 	lockRedis, stopLock, err := redistest.StartForMain()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d.onCleanup(stopLock)
 	storeRedis, stopStore, err := redistest.StartForMain()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d.onCleanup(stopStore)
+	st.storeAddr = storeRedis.Addr()
 
 	d.step("starting the operator (bin/manager), log in %s", filepath.Join(dir, "manager.log"))
-	if err := d.spawnLogged(filepath.Join(dir, "manager.log"), []string{"KUBECONFIG=" + kubeconfig}, filepath.Join(bin, "manager"),
+	if err := d.spawnLogged(filepath.Join(dir, "manager.log"), []string{"KUBECONFIG=" + st.kubeconfig}, filepath.Join(bin, "manager"),
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--probe-interval=1s"); err != nil {
-		return err
+		return nil, err
 	}
 
 	d.step("applying DistributedLock %s/%s (Standalone, ttl %v, fencing on)", namespace, lockName, ttl)
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		return err
+		return nil, err
 	}
 	dl := &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: lockName},
 		Spec: v1alpha1.DistributedLockSpec{TTL: &metav1.Duration{Duration: ttl},
 			Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{lockRedis.Addr()}}}}
 	if err := env.Client.Create(ctx, dl); err != nil {
-		return err
+		return nil, err
 	}
 	if err := waitReady(ctx, env.Client, dl); err != nil {
-		return err
+		return nil, err
 	}
 	d.step("%s/%s is Ready: the operator resolved and probed its Redis", namespace, lockName)
+	return st, nil
+}
 
+// runWorkers runs the library workers and the lockctl worker for duration,
+// pausing one holder midway and printing the table every second. It returns
+// ctx's error if the demo was interrupted.
+func (d *demo) runWorkers(ctx context.Context, st *stack, bin string, duration time.Duration, workers int) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -174,7 +218,7 @@ func (d *demo) run(ctx context.Context, bin string, duration time.Duration, work
 	var libs []*exec.Cmd
 	for i := range workers {
 		name := fmt.Sprintf("lib-%d", i+1)
-		cmd, err := d.spawnWorker(name, self, "worker", "--name", name, "--kubeconfig", kubeconfig, "--store", storeRedis.Addr())
+		cmd, err := d.spawnWorker(self, "worker", "--name", name, "--kubeconfig", st.kubeconfig, "--store", st.storeAddr)
 		if err != nil {
 			return err
 		}
@@ -183,7 +227,7 @@ func (d *demo) run(ctx context.Context, bin string, duration time.Duration, work
 	runCtx, stopRun := context.WithTimeout(ctx, duration)
 	defer stopRun()
 	var wg sync.WaitGroup
-	wg.Go(func() { d.lockctlLoop(runCtx, filepath.Join(bin, "lockctl"), kubeconfig, self, storeRedis.Addr()) })
+	wg.Go(func() { d.lockctlLoop(runCtx, filepath.Join(bin, "lockctl"), st.kubeconfig, self, st.storeAddr) })
 	wg.Go(func() { d.pauseOneHolder(runCtx, libs, duration/3) })
 
 	ticker := time.NewTicker(time.Second)
@@ -194,7 +238,7 @@ func (d *demo) run(ctx context.Context, bin string, duration time.Duration, work
 		case <-runCtx.Done():
 			done = true
 		case <-ticker.C:
-			d.table(ctx, env.Client, time.Since(start))
+			d.table(ctx, st.env.Client, time.Since(start))
 		}
 	}
 	for _, c := range libs {
@@ -202,18 +246,7 @@ func (d *demo) run(ctx context.Context, bin string, duration time.Duration, work
 		_ = c.Process.Kill()
 	}
 	wg.Wait()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if err := d.summary(ctx, storeRedis.Addr()); err != nil {
-		return err
-	}
-	if keep {
-		fmt.Fprintf(d.out, "\nStill running (Ctrl-C to stop everything):\n  export KUBECONFIG=%s\n  %s get dlock -A\n  %s status %s/%s --kubeconfig %s\n",
-			kubeconfig, filepath.Join(bin, "kubectl"), filepath.Join(bin, "lockctl"), namespace, lockName, kubeconfig)
-		<-ctx.Done()
-	}
-	return nil
+	return ctx.Err()
 }
 
 func waitReady(ctx context.Context, c client.Client, dl *v1alpha1.DistributedLock) error {
@@ -234,16 +267,15 @@ func waitReady(ctx context.Context, c client.Client, dl *v1alpha1.DistributedLoc
 
 // spawnLogged starts a background process writing to logPath, killed at cleanup.
 func (d *demo) spawnLogged(logPath string, env []string, name string, args ...string) error {
-	logf, err := os.Create(logPath)
+	logf, err := os.Create(logPath) //nolint:gosec // G304: a log file in the demo's own temporary directory
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(name, args...)
+	cmd := background(name, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		logf.Close()
+		_ = logf.Close() // nothing was written to it; the start's error is the one to report
 		return fmt.Errorf("starting %s: %w (run `make demo`, which builds it)", name, err)
 	}
 	d.onCleanup(func() {
@@ -256,16 +288,24 @@ func (d *demo) spawnLogged(logPath string, env []string, name string, args ...st
 			_ = cmd.Process.Kill()
 			<-done
 		}
-		logf.Close()
+		_ = logf.Close() // the process that wrote to it has exited; the log is only for reading
 	})
 	return nil
 }
 
-// spawnWorker starts a worker whose stdout events feed the table.
-func (d *demo) spawnWorker(name, self string, args ...string) (*exec.Cmd, error) {
-	cmd := exec.Command(self, args...)
-	cmd.Stderr = os.Stderr
+// background is how the demo starts its long-running processes, the
+// operator and the workers: they are killed with the demo (parent-death
+// signal), and stopped by its cleanup.
+func background(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...) //nolint:gosec,noctx // G204: the demo's own programs (bin/manager, os.Executable()); noctx: stopped by the demo's cleanup (SIGTERM, then SIGKILL), not by a context's bare SIGKILL
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// spawnWorker starts a worker whose stdout events feed the table.
+func (d *demo) spawnWorker(self string, args ...string) (*exec.Cmd, error) {
+	cmd := background(self, args...)
+	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -317,22 +357,23 @@ func (d *demo) record(e event) {
 	case "lost":
 		s.lost++
 	case "error":
-		fmt.Fprintf(d.out, "    %s: %s\n", e.Worker, e.Detail)
+		printf(d.out, "    %s: %s\n", e.Worker, e.Detail)
 	}
 }
 
 // lockctlLoop runs `lockctl run -- demo write-once` again and again.
 func (d *demo) lockctlLoop(ctx context.Context, lockctl, kubeconfig, self, store string) {
 	for ctx.Err() == nil {
-		cmd := exec.CommandContext(ctx, lockctl, "run", "--kubeconfig", kubeconfig, "--lock", namespace+"/"+lockName,
-			"--identity", "lockctl", "--wait", "20s", "--", self, "write-once", "--name", "lockctl", "--store", store)
+		args := []string{"run", "--kubeconfig", kubeconfig, "--lock", namespace + "/" + lockName,
+			"--identity", "lockctl", "--wait", "20s", "--", self, "write-once", "--name", "lockctl", "--store", store}
+		cmd := exec.CommandContext(ctx, lockctl, args...) //nolint:gosec // G204: bin/lockctl, which make demo builds, running the demo itself
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			return
 		}
 		if err := cmd.Start(); err != nil {
-			fmt.Fprintf(d.out, "    lockctl: %v (run `make demo`, which builds bin/lockctl)\n", err)
+			printf(d.out, "    lockctl: %v (run `make demo`, which builds bin/lockctl)\n", err)
 			return
 		}
 		d.consume(out)
@@ -373,7 +414,7 @@ func (d *demo) pauseOneHolder(ctx context.Context, libs []*exec.Cmd, after time.
 		d.pausedAt = name
 		d.stats[name].paused = true
 		d.mu.Unlock()
-		fmt.Fprintf(d.out, "==> paused %s (SIGSTOP) while it held the lock and was about to write; its TTL is %v\n", name, ttl)
+		printf(d.out, "==> paused %s (SIGSTOP) while it held the lock and was about to write; its TTL is %v\n", name, ttl)
 		select {
 		case <-ctx.Done():
 		case <-time.After(2*ttl + time.Second):
@@ -382,7 +423,7 @@ func (d *demo) pauseOneHolder(ctx context.Context, libs []*exec.Cmd, after time.
 		d.mu.Lock()
 		d.stats[name].paused = false
 		d.mu.Unlock()
-		fmt.Fprintf(d.out, "==> resumed %s: its lease ended at its local deadline; its late write carries an old fence\n", name)
+		printf(d.out, "==> resumed %s: its lease ended at its local deadline; its late write carries an old fence\n", name)
 		return
 	}
 }
@@ -400,15 +441,15 @@ func (d *demo) table(ctx context.Context, c client.Client, elapsed time.Duration
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	fmt.Fprintf(d.out, "\n[%3.0fs] %s/%s  Ready=%s  holder (status)=%s  fence=%s\n", elapsed.Seconds(), namespace, lockName, ready, holder, fence)
-	fmt.Fprintf(d.out, "  %-8s %8s %9s %8s %5s %s\n", "WORKER", "ACQUIRED", "ACCEPTED", "REFUSED", "LOST", "")
+	printf(d.out, "\n[%3.0fs] %s/%s  Ready=%s  holder (status)=%s  fence=%s\n", elapsed.Seconds(), namespace, lockName, ready, holder, fence)
+	printf(d.out, "  %-8s %8s %9s %8s %5s %s\n", "WORKER", "ACQUIRED", "ACCEPTED", "REFUSED", "LOST", "")
 	for _, name := range d.names() {
 		s := d.stats[name]
 		note := ""
 		if s.paused {
 			note = "(paused)"
 		}
-		fmt.Fprintf(d.out, "  %-8s %8d %9d %8d %5d %s\n", name, s.acquired, s.accepted, s.refused, s.lost, note)
+		printf(d.out, "  %-8s %8d %9d %8d %5d %s\n", name, s.acquired, s.accepted, s.refused, s.lost, note)
 	}
 }
 
@@ -424,7 +465,7 @@ func (d *demo) names() []string {
 // summary checks the ledger against what the workers report.
 func (d *demo) summary(ctx context.Context, storeAddr string) error {
 	rc := redis.NewClient(&redis.Options{Addr: storeAddr})
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	token, v, err := fence.NewRedisStore(rc, "").Read(ctx, "ledger")
 	if err != nil {
 		return err
@@ -436,13 +477,13 @@ func (d *demo) summary(ctx context.Context, storeAddr string) error {
 		accepted += s.accepted
 		refused += s.refused
 	}
-	fmt.Fprintf(d.out, "\n==> summary: %d increments accepted, %d late writes refused by the fence; ledger = %s (last fence %d)\n", accepted, refused, v, token)
+	printf(d.out, "\n==> summary: %d increments accepted, %d late writes refused by the fence; ledger = %s (last fence %d)\n", accepted, refused, v, token)
 	if strconv.Itoa(accepted) != v {
 		return fmt.Errorf("ledger is %s but %d increments were accepted: an update was lost", v, accepted)
 	}
 	if d.pausedAt != "" && refused == 0 {
 		return errors.New("the paused holder's late write was not refused")
 	}
-	fmt.Fprintln(d.out, "==> no update lost; every write after a lost lease was refused by its fence")
+	printf(d.out, "==> no update lost; every write after a lost lease was refused by its fence\n")
 	return nil
 }

@@ -64,9 +64,9 @@ func runWorker(name, kubeconfig, namespace, lockName, storeAddr string) int {
 		say(event{Worker: name, Kind: "error", Detail: err.Error()})
 		return 1
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	rc := redis.NewClient(&redis.Options{Addr: storeAddr})
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	store := fence.NewRedisStore(rc, "")
 	for {
 		lease, err := l.Acquire(ctx)
@@ -95,7 +95,7 @@ func runWriteOnce(name, storeAddr string) int {
 	}
 	say(event{Worker: name, Kind: "acquired", Fence: token})
 	rc := redis.NewClient(&redis.Options{Addr: storeAddr})
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	increment(context.Background(), fence.NewRedisStore(rc, ""), name, token, 200*time.Millisecond)
 	say(event{Worker: name, Kind: "released", Fence: token})
 	return 0
