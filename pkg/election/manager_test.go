@@ -59,6 +59,9 @@ func TestManagerElectsOnRedis(t *testing.T) {
 			cancel()
 			select {
 			case <-r.done:
+				if r.err != nil {
+					t.Errorf("manager %s: Start = %v, want nil after its context was cancelled", id, r.err)
+				}
 			case <-time.After(30 * time.Second):
 				t.Errorf("manager %s did not stop", id)
 			}
@@ -81,7 +84,10 @@ func TestManagerElectsOnRedis(t *testing.T) {
 	}
 	recv(t, b.m.Elected(), 10*time.Second, "manager-b elected after manager-a released")
 
-	rl, _ := election.NewResourceLock(srv.Client(t), key, "reader")
+	rl, err := election.NewResourceLock(srv.Client(t), key, "reader")
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec, _, err := rl.Get(context.Background())
 	if err != nil || rec.HolderIdentity != "manager-b" {
 		t.Errorf("record %+v, err %v: want held by manager-b", rec, err)
