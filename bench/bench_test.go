@@ -64,7 +64,7 @@ func clients(tb testing.TB, srvs ...*Server) func() []*redis.Client {
 		var cs []*redis.Client
 		for _, s := range srvs {
 			c := s.Client(64)
-			tb.Cleanup(func() { c.Close() })
+			tb.Cleanup(func() { _ = c.Close() })
 			cs = append(cs, c)
 		}
 		return cs

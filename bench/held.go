@@ -85,7 +85,7 @@ func NewRedleaseHolder(client redis.UniversalClient, ttl, renew time.Duration) (
 			}
 			return n
 		},
-		close: func() { l.Close() },
+		close: func() { _ = l.Close() },
 	}, nil
 }
 

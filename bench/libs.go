@@ -114,7 +114,7 @@ func NewFloor(client *redis.Client, ttl time.Duration) *Lib {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range conns {
-			c.Close()
+			_ = c.Close()
 		}
 	})
 	return l
@@ -161,7 +161,7 @@ func NewFloorRedlock(clients []*redis.Client, ttl time.Duration) *Lib {
 				fan(del)
 				return nil, fmt.Errorf("floor: %q acquired on %d nodes only", key, n)
 			}
-			return func(ctx context.Context) error {
+			return func(context.Context) error {
 				if n := fan(del); n < quorum {
 					return fmt.Errorf("floor: %q released on %d nodes only", key, n)
 				}
@@ -174,7 +174,7 @@ func NewFloorRedlock(clients []*redis.Client, ttl time.Duration) *Lib {
 		defer mu.Unlock()
 		for _, cs := range conns {
 			for _, c := range cs {
-				c.Close()
+				_ = c.Close()
 			}
 		}
 	})
@@ -206,7 +206,7 @@ func sharedRedlease(name, tuning string, l *lock.Locker, err error) (*Lib, error
 	lib := &Lib{Name: name, Family: FamilyRedlease, Tuning: tuning}
 	f := redleaseLock(l)
 	lib.worker = func(int) LockFunc { return f }
-	lib.onClose(func() { l.Close() })
+	lib.onClose(func() { _ = l.Close() })
 	return lib, nil
 }
 
@@ -218,7 +218,7 @@ func NewRedleasePerWorker(name, tuning string, client redis.UniversalClient, opt
 	if err != nil {
 		return nil, err
 	}
-	probe.Close()
+	_ = probe.Close() // it held nothing
 	lib := &Lib{Name: name, Family: FamilyRedlease, Tuning: tuning}
 	var mu sync.Mutex
 	lockers := map[int]*lock.Locker{}
@@ -237,7 +237,7 @@ func NewRedleasePerWorker(name, tuning string, client redis.UniversalClient, opt
 		defer mu.Unlock()
 		var wg sync.WaitGroup
 		for _, l := range lockers {
-			wg.Go(func() { l.Close() })
+			wg.Go(func() { _ = l.Close() })
 		}
 		wg.Wait()
 	})

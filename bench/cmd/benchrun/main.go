@@ -165,7 +165,7 @@ func newCounter(srvs ...*bench.Server) *counter {
 
 func (c *counter) close() {
 	for _, a := range c.admins {
-		a.Close()
+		_ = a.Close()
 	}
 }
 
@@ -195,13 +195,13 @@ func run(ctx context.Context, s settings, plotDir, reportPath string) error {
 	}
 	defer srv.Close()
 	admin := srv.Client(2)
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	res.machine.Redis = redisVersion(ctx, srv, admin)
 
 	var clients []*redis.Client
 	defer func() {
 		for _, c := range clients {
-			c.Close()
+			_ = c.Close()
 		}
 	}()
 	client := func() *redis.Client {
@@ -238,7 +238,7 @@ func run(ctx context.Context, s settings, plotDir, reportPath string) error {
 	md := renderReport(res)
 	fmt.Print(md)
 	if reportPath != "" {
-		if err := os.WriteFile(reportPath, []byte(md), 0o644); err != nil {
+		if err := os.WriteFile(reportPath, []byte(md), 0o644); err != nil { //nolint:gosec // G306: a report for people to read (docs/), with the mode of the repository's other files
 			return err
 		}
 	}
@@ -382,7 +382,7 @@ func runRedlock(ctx context.Context, s settings) ([]row, error) {
 	var clients []*redis.Client
 	defer func() {
 		for _, c := range clients {
-			c.Close()
+			_ = c.Close()
 		}
 	}()
 	newClients := func() []*redis.Client {
