@@ -46,7 +46,7 @@ func build(binary, tag, out, arch string) error {
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(binary)
+	data, err := os.ReadFile(binary) //nolint:gosec // G304: the -binary the caller asked to pack
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func build(binary, tag, out, arch string) error {
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil { //nolint:gosec // G301: a build output directory (dist/), with the mode of the rest of the tree
 		return err
 	}
 	if err := tarball.WriteToFile(out, ref, img); err != nil {

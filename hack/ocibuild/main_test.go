@@ -11,7 +11,8 @@ import (
 func TestBuildWritesARunnableNonRootImage(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "lockctl")
-	if err := os.WriteFile(bin, []byte("#!not really a binary"), 0o755); err != nil {
+	// 0o600: build only reads it; the image gives the entry its own mode.
+	if err := os.WriteFile(bin, []byte("#!not really a binary"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "image.tar")
