@@ -52,14 +52,15 @@ func helperMain() int {
 	}
 	id := os.Getenv("ELECTION_ID")
 	client := redis.NewClient(&redis.Options{Addr: os.Getenv("ELECTION_REDIS")})
-	defer client.Close()
+	defer func() { _ = client.Close() }() // the process exits next: nothing left to tell
 	store := fence.NewRedisStore(client, "")
 
 	var mu sync.Mutex
 	say := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(os.Stdout, format+"\n", args...)
+		// With the test's end of the pipe gone there is no one left to tell.
+		_, _ = fmt.Fprintf(os.Stdout, format+"\n", args...)
 	}
 	write := func(kind string, token uint64) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -126,7 +127,7 @@ type line struct {
 func startChild(t *testing.T, srv *redistest.Server, key, id string, ttl time.Duration, events chan<- line) *child {
 	t.Helper()
 	c := &child{id: id, read: make(chan struct{})}
-	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	c.cmd = exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$") //nolint:gosec // G204: re-executes this test binary (os.Args[0]) as the helper candidate
 	c.cmd.Env = append(os.Environ(), helperEnv+"=1", "ELECTION_REDIS="+srv.Addr(),
 		"ELECTION_KEY="+key, "ELECTION_ID="+id, "ELECTION_TTL="+ttl.String())
 	c.cmd.Stderr = &c.stderr
@@ -233,9 +234,8 @@ func startedFence(l line) (uint64, bool) {
 func TestCrashedAndPausedLeaders(t *testing.T) {
 	srv := redistest.StartStandalone(t)
 	const (
-		key    = "crash"
-		ttl    = time.Second
-		margin = 500 * time.Millisecond
+		key = "crash"
+		ttl = time.Second
 	)
 	events := make(chan line, 4096)
 	children := map[string]*child{}
@@ -243,28 +243,7 @@ func TestCrashedAndPausedLeaders(t *testing.T) {
 		children[id] = startChild(t, srv, key, id, ttl, events)
 	}
 
-	// The first leader, and its first accepted write.
-	first := await(t, events, 10*time.Second, "a first leader", func(l line) bool { _, ok := startedFence(l); return ok })
-	f1, _ := startedFence(first)
-	l1 := children[first.child]
-	await(t, events, 5*time.Second, "the first leader's write", func(l line) bool {
-		return l.child == l1.id && l.text == fmt.Sprintf("write ok %d", f1)
-	})
-
-	// Crash it.
-	killed := time.Now()
-	l1.kill()
-	second := await(t, events, ttl+5*time.Second, "a leader after the crash", func(l line) bool { _, ok := startedFence(l); return ok })
-	f2, _ := startedFence(second)
-	l2 := children[second.child]
-	if d := second.at.Sub(killed); d > ttl+margin {
-		t.Errorf("new leader %v after SIGKILL, want within TTL %v + %v", d, ttl, margin)
-	} else {
-		t.Logf("failover after SIGKILL: %v (TTL %v)", round(d), ttl)
-	}
-	if f2 <= f1 {
-		t.Errorf("fence after the crash %d, not above %d", f2, f1)
-	}
+	l1, l2, f2 := crashTheFirstLeader(t, events, children, ttl)
 	var l3 *child
 	for id, c := range children {
 		if id != l1.id && id != l2.id {
@@ -279,7 +258,59 @@ func TestCrashedAndPausedLeaders(t *testing.T) {
 		return l.child == l2.id && l.text == fmt.Sprintf("write ok %d", f2)
 	})
 
-	// Pause the second leader past its TTL.
+	f3 := pauseTheSecondLeader(t, events, l2, l3, f2, ttl)
+	from := l2.count() // what it printed before the pause is all read by now
+	l2.signal(syscall.SIGCONT)
+	waitLine(t, l2, 5*time.Second, "returned "+election.ErrLeadershipLost.Error())
+	checkResumedLeader(t, l2, from, f2)
+
+	// The store holds the third leader's write.
+	token, value, err := fence.NewRedisStore(srv.Client(t), "").Read(context.Background(), fencedRecord)
+	if err != nil || token < f3 || value != l3.id {
+		t.Errorf("fenced store holds token %d from %q (err %v), want ≥ %d from %s", token, value, err, f3, l3.id)
+	}
+	// The third saw both changes of leader.
+	waitLine(t, l3, time.Second, "leader "+l3.id)
+	if seen, want := observedLeaders(l3), []string{l1.id, l2.id, l3.id}; strings.Join(seen, ",") != strings.Join(want, ",") {
+		t.Errorf("%s observed leaders %q, want %q", l3.id, seen, want)
+	}
+}
+
+// crashTheFirstLeader waits for the first leader and its first accepted
+// write, SIGKILLs it, and checks that another candidate leads within the TTL
+// (plus a margin) with a larger fence. It returns the killed leader, the new
+// one and the new one's fence.
+func crashTheFirstLeader(t *testing.T, events <-chan line, children map[string]*child, ttl time.Duration) (l1, l2 *child, f2 uint64) {
+	t.Helper()
+	const margin = 500 * time.Millisecond
+	first := await(t, events, 10*time.Second, "a first leader", func(l line) bool { _, ok := startedFence(l); return ok })
+	f1, _ := startedFence(first)
+	l1 = children[first.child]
+	await(t, events, 5*time.Second, "the first leader's write", func(l line) bool {
+		return l.child == l1.id && l.text == fmt.Sprintf("write ok %d", f1)
+	})
+
+	killed := time.Now()
+	l1.kill()
+	second := await(t, events, ttl+5*time.Second, "a leader after the crash", func(l line) bool { _, ok := startedFence(l); return ok })
+	f2, _ = startedFence(second)
+	l2 = children[second.child]
+	if d := second.at.Sub(killed); d > ttl+margin {
+		t.Errorf("new leader %v after SIGKILL, want within TTL %v + %v", d, ttl, margin)
+	} else {
+		t.Logf("failover after SIGKILL: %v (TTL %v)", round(d), ttl)
+	}
+	if f2 <= f1 {
+		t.Errorf("fence after the crash %d, not above %d", f2, f1)
+	}
+	return l1, l2, f2
+}
+
+// pauseTheSecondLeader SIGSTOPs l2 (leading with fence f2) past its TTL and
+// checks that l3 takes over with a larger fence and writes. It returns l3's
+// fence.
+func pauseTheSecondLeader(t *testing.T, events <-chan line, l2, l3 *child, f2 uint64, ttl time.Duration) uint64 {
+	t.Helper()
 	paused := time.Now()
 	l2.signal(syscall.SIGSTOP)
 	third := await(t, events, ttl+5*time.Second, "a leader while the second is paused", func(l line) bool { _, ok := startedFence(l); return ok })
@@ -294,13 +325,17 @@ func TestCrashedAndPausedLeaders(t *testing.T) {
 	if left := ttl + 200*time.Millisecond - time.Since(paused); left > 0 {
 		time.Sleep(left)
 	}
-	from := l2.count() // what it printed before the pause is all read by now
-	l2.signal(syscall.SIGCONT)
-	waitLine(t, l2, 5*time.Second, "returned "+election.ErrLeadershipLost.Error())
+	return f3
+}
 
-	after := l2.history(from)
+// checkResumedLeader checks what l2, leading with fence f2 when it was
+// paused, printed from line from on after resuming: its context ended with
+// a lost lease, every write it made (the late one too) was refused, and it
+// stopped leading.
+func checkResumedLeader(t *testing.T, l2 *child, from int, f2 uint64) {
+	t.Helper()
 	var ctxDone, late, stopped bool
-	for _, l := range after {
+	for _, l := range l2.history(from) {
 		switch {
 		case strings.HasPrefix(l.text, "ctx-done "):
 			ctxDone = true
@@ -323,22 +358,17 @@ func TestCrashedAndPausedLeaders(t *testing.T) {
 	if !ctxDone || !late || !stopped {
 		t.Errorf("%s after resuming: ctx-done %v, late write %v, stopped %v; printed:\n%s", l2.id, ctxDone, late, stopped, l2.text(from))
 	}
-	// The store holds the third leader's write.
-	token, value, err := fence.NewRedisStore(srv.Client(t), "").Read(context.Background(), fencedRecord)
-	if err != nil || token < f3 || value != l3.id {
-		t.Errorf("fenced store holds token %d from %q (err %v), want ≥ %d from %s", token, value, err, f3, l3.id)
-	}
-	// The third saw both changes of leader.
-	waitLine(t, l3, time.Second, "leader "+l3.id)
+}
+
+// observedLeaders lists the leaders c reported in OnNewLeader, in order.
+func observedLeaders(c *child) []string {
 	var seen []string
-	for _, l := range l3.history(0) {
+	for _, l := range c.history(0) {
 		if id, ok := strings.CutPrefix(l.text, "leader "); ok {
 			seen = append(seen, id)
 		}
 	}
-	if want := []string{l1.id, l2.id, l3.id}; strings.Join(seen, ",") != strings.Join(want, ",") {
-		t.Errorf("%s observed leaders %q, want %q", l3.id, seen, want)
-	}
+	return seen
 }
 
 // waitLine waits until c has printed a line starting with text.

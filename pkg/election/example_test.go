@@ -21,7 +21,11 @@ import (
 // refused by the store.
 func ExampleRun() {
 	client := redis.NewClient(&redis.Options{Addr: "redis:6379"})
-	defer client.Close()
+	defer func() {
+		if err := client.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	store := fence.NewRedisStore(client, "")
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)

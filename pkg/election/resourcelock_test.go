@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/redis/go-redis/v9"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -83,11 +84,33 @@ func TestResourceLockProtocol(t *testing.T) {
 		t.Errorf("Identity, Describe = %q, %q", a.Identity(), a.Describe())
 	}
 
+	now := time.Now()
+	ler := resourcelock.LeaderElectionRecord{HolderIdentity: "a", LeaseDurationSeconds: 2, AcquireTime: metav1.NewTime(now), RenewTime: metav1.NewTime(now)}
+	checkResourceLockCreate(ctx, t, admin, key, a, b, ler)
+	raw := checkResourceLockGet(ctx, t, b, now)
+	checkResourceLockUpdate(ctx, t, admin, key, a, b, ler, raw)
+
+	a.RecordEvent("became leader")
+	if want := "*v1.PartialObjectMetadata Normal LeaderElection a became leader"; len(rec.msgs) != 1 || rec.msgs[0] != want {
+		t.Errorf("events %q, want [%q]", rec.msgs, want)
+	}
+	b.RecordEvent("no recorder: only logged") // must not panic
+
+	// A key that is not a record is an error, not a record.
+	admin.Set(ctx, key, "not json", time.Minute)
+	if _, _, err := a.Get(ctx); err == nil || apierrors.IsNotFound(err) {
+		t.Errorf("Get of a non-record = %v, want an error", err)
+	}
+}
+
+// checkResourceLockCreate: before the record exists Get is NotFound and
+// Update fails; a creates ler with a TTL of 10 × its lease duration, and b's
+// Create of the same record is AlreadyExists.
+func checkResourceLockCreate(ctx context.Context, t *testing.T, admin *redis.Client, key string, a, b *election.ResourceLock, ler resourcelock.LeaderElectionRecord) {
+	t.Helper()
 	if _, _, err := a.Get(ctx); !apierrors.IsNotFound(err) {
 		t.Fatalf("Get of a missing record = %v, want NotFound", err)
 	}
-	now := time.Now()
-	ler := resourcelock.LeaderElectionRecord{HolderIdentity: "a", LeaseDurationSeconds: 2, AcquireTime: metav1.NewTime(now), RenewTime: metav1.NewTime(now)}
 	if err := a.Update(ctx, ler); err == nil {
 		t.Fatal("Update before Get or Create succeeded")
 	}
@@ -100,7 +123,12 @@ func TestResourceLockProtocol(t *testing.T) {
 	if err := b.Create(ctx, ler); !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("second Create = %v, want AlreadyExists", err)
 	}
+}
 
+// checkResourceLockGet: b reads a's record, renewed at now, with microsecond
+// times and client-go's JSON on the wire. It returns the raw record.
+func checkResourceLockGet(ctx context.Context, t *testing.T, b *election.ResourceLock, now time.Time) []byte {
+	t.Helper()
 	got, raw, err := b.Get(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -112,11 +140,17 @@ func TestResourceLockProtocol(t *testing.T) {
 	if err := json.Unmarshal(raw, &wire); err != nil || wire["holderIdentity"] != "a" {
 		t.Errorf("raw record %s: %v", raw, err)
 	}
+	return raw
+}
 
+// checkResourceLockUpdate: compare-and-set against the record each lock
+// last read or wrote. a created ler; b last read it as raw.
+func checkResourceLockUpdate(ctx context.Context, t *testing.T, admin *redis.Client, key string, a, b *election.ResourceLock, ler resourcelock.LeaderElectionRecord, raw []byte) {
+	t.Helper()
 	// A renewal within the same second changes the raw record (client-go
 	// notices renewals by comparing raw records).
 	renewed := ler
-	renewed.RenewTime = metav1.NewTime(now.Add(time.Millisecond))
+	renewed.RenewTime = metav1.NewTime(ler.RenewTime.Add(time.Millisecond))
 	if err := a.Update(ctx, renewed); err != nil {
 		t.Fatalf("Update by the lock that created the record: %v", err)
 	}
@@ -147,18 +181,6 @@ func TestResourceLockProtocol(t *testing.T) {
 	admin.Del(ctx, key)
 	if err := b.Update(ctx, taken); !apierrors.IsNotFound(err) {
 		t.Fatalf("Update of a deleted record = %v, want NotFound", err)
-	}
-
-	a.RecordEvent("became leader")
-	if want := "*v1.PartialObjectMetadata Normal LeaderElection a became leader"; len(rec.msgs) != 1 || rec.msgs[0] != want {
-		t.Errorf("events %q, want [%q]", rec.msgs, want)
-	}
-	b.RecordEvent("no recorder: only logged") // must not panic
-
-	// A key that is not a record is an error, not a record.
-	admin.Set(ctx, key, "not json", time.Minute)
-	if _, _, err := a.Get(ctx); err == nil || apierrors.IsNotFound(err) {
-		t.Errorf("Get of a non-record = %v, want an error", err)
 	}
 }
 

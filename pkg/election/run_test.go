@@ -110,7 +110,10 @@ func TestOneLeaderAtATime(t *testing.T) {
 					started.Add(1)
 					n := concurrent.Add(1)
 					defer concurrent.Add(-1)
-					for m := maxConcurrent.Load(); n > m && !maxConcurrent.CompareAndSwap(m, n); m = maxConcurrent.Load() {
+					for m := maxConcurrent.Load(); n > m; m = maxConcurrent.Load() {
+						if maxConcurrent.CompareAndSwap(m, n) {
+							break
+						}
 					}
 					mu.Lock()
 					if fence <= lastFence {
