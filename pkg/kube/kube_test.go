@@ -107,8 +107,26 @@ func newKubeLocker(t *testing.T, cfg *rest.Config, ns, name string, opts ...lock
 	if err != nil {
 		t.Fatalf("NewLocker: %v", err)
 	}
-	t.Cleanup(func() { l.Close() })
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil && !errors.Is(err, kube.ErrClosed) {
+			t.Errorf("Close: %v", err)
+		}
+	})
 	return l
+}
+
+// releaseAtEnd releases lease when the test ends (before its Locker and the
+// servers started earlier are closed), failing the test on any error but
+// ErrLeaseLost and ErrReleased: a lease the test lost or ended on purpose.
+func releaseAtEnd(t *testing.T, lease *lock.Lease) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := lease.Release(ctx); err != nil && !errors.Is(err, lock.ErrLeaseLost) && !errors.Is(err, lock.ErrReleased) {
+			t.Errorf("Release %q: %v", lease.Key(), err)
+		}
+	})
 }
 
 func TestLockerUsesTheResourcesKeyAndSettings(t *testing.T) {
@@ -133,7 +151,7 @@ func TestLockerUsesTheResourcesKeyAndSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(context.Background())
+	releaseAtEnd(t, lease)
 	rc := srv.Client(t)
 	if got := rc.Get(t.Context(), ns+"/settle").Val(); got != lease.Value() {
 		t.Fatalf("Redis holds %q, want the lease's value", got)
@@ -192,7 +210,9 @@ func TestLockerFollowsTheMasterInStatusWithoutDroppingHeldLeases(t *testing.T) {
 			if got := newMaster.Client(t).Get(t.Context(), key).Val(); got != lease.Value() {
 				t.Fatalf("new lease is not on the new master")
 			}
-			lease.Release(context.Background())
+			if err := lease.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			break
 		}
 		if !errors.Is(err, lock.ErrNotAcquired) || time.Now().After(deadline) {
@@ -232,7 +252,7 @@ func TestLockerRefusesToRebindWhileLeasesAreHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer held.Release(context.Background())
+	releaseAtEnd(t, held) // released below unless the test fails first
 
 	if err := env.Client.Delete(t.Context(), dl); err != nil {
 		t.Fatal(err)
@@ -247,15 +267,33 @@ func TestLockerRefusesToRebindWhileLeasesAreHeld(t *testing.T) {
 	}
 
 	rc := srv.Client(t)
+	refusesToRebind(t, l, held, srv.Addr())
+	if n := rc.Exists(t.Context(), "jobs/new").Val(); n != 0 {
+		t.Fatal("the new key was taken while the old lease is held")
+	}
+	lease := rebindsOnceReleased(t, l, held)
+	if lease.Key() != "jobs/new" || rc.Get(t.Context(), "jobs/new").Val() != lease.Value() {
+		t.Fatalf("the lease after the rebinding is on %q, want jobs/new", lease.Key())
+	}
+	if n := rc.Exists(t.Context(), "jobs/old").Val(); n != 0 {
+		t.Error("the old key is still held after its release")
+	}
+}
+
+// refusesToRebind: while held (on the resource's old key) is held,
+// TryAcquire fails at once with an ErrRebinding naming both keys and the
+// server at addr, and Acquire waits until its context ends.
+func refusesToRebind(t *testing.T, l *kube.Locker, held *lock.Lease, addr string) {
+	t.Helper()
 	lease, err := l.TryAcquire(t.Context())
 	if err == nil {
-		defer lease.Release(context.Background())
+		releaseAtEnd(t, lease)
 		t.Fatalf("TryAcquire took %q while this process holds %q: two holders of one lock", lease.Key(), held.Key())
 	}
 	if !errors.Is(err, kube.ErrRebinding) {
 		t.Fatalf("TryAcquire = %v, want ErrRebinding", err)
 	}
-	for _, want := range []string{`key "jobs/old"`, `key "jobs/new"`, srv.Addr()} {
+	for _, want := range []string{`key "jobs/old"`, `key "jobs/new"`, addr} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s: %v", want, err)
 		}
@@ -266,7 +304,7 @@ func TestLockerRefusesToRebindWhileLeasesAreHeld(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	if lease, err := l.Acquire(short); err == nil {
-		defer lease.Release(context.Background())
+		releaseAtEnd(t, lease)
 		t.Fatalf("Acquire took %q while this process holds %q", lease.Key(), held.Key())
 	} else if !errors.Is(err, kube.ErrRebinding) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire with a short deadline = %v, want ErrRebinding and DeadlineExceeded", err)
@@ -274,11 +312,13 @@ func TestLockerRefusesToRebindWhileLeasesAreHeld(t *testing.T) {
 	if d := time.Since(start); d < 250*time.Millisecond {
 		t.Errorf("Acquire gave up after %v, before its context ended", d)
 	}
-	if n := rc.Exists(t.Context(), "jobs/new").Val(); n != 0 {
-		t.Fatal("the new key was taken while the old lease is held")
-	}
+}
 
-	// Acquire waits for the old lease, then takes the new key.
+// rebindsOnceReleased: Acquire waits for held to end (which stays renewed
+// meanwhile), then returns a lease on the resource's new key, released when
+// the test ends.
+func rebindsOnceReleased(t *testing.T, l *kube.Locker, held *lock.Lease) *lock.Lease {
+	t.Helper()
 	type result struct {
 		lease *lock.Lease
 		err   error
@@ -304,16 +344,12 @@ func TestLockerRefusesToRebindWhileLeasesAreHeld(t *testing.T) {
 		if r.err != nil {
 			t.Fatalf("Acquire after the old lease ended: %v", r.err)
 		}
-		defer r.lease.Release(context.Background())
-		if r.lease.Key() != "jobs/new" || rc.Get(t.Context(), "jobs/new").Val() != r.lease.Value() {
-			t.Fatalf("the lease after the rebinding is on %q, want jobs/new", r.lease.Key())
-		}
+		releaseAtEnd(t, r.lease)
+		return r.lease
 	case <-time.After(10 * time.Second):
 		t.Fatal("Acquire still waits after the old lease was released")
 	}
-	if n := rc.Exists(t.Context(), "jobs/old").Val(); n != 0 {
-		t.Error("the old key is still held after its release")
-	}
+	return nil
 }
 
 // A pod-like process follows a Sentinel failover: the next acquisition goes
@@ -348,7 +384,7 @@ func TestLockerFollowsASentinelFailover(t *testing.T) {
 			t.Fatalf("no acquisition after the failover: %v", err)
 		}
 	}
-	defer after.Release(context.Background())
+	releaseAtEnd(t, after)
 	if got := group.ServerByAddr(newMaster).Client(t).Get(ctx, ns+"/sentinel").Val(); got != after.Value() {
 		t.Fatalf("the lease after the failover is not on the new master %s", newMaster)
 	}
@@ -372,7 +408,7 @@ func TestLockerOverRedlockNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(context.Background())
+	releaseAtEnd(t, lease)
 	for i, n := range nodes {
 		if got := n.Client(t).Get(t.Context(), "jobs/quorum").Val(); got != lease.Value() {
 			t.Fatalf("node %d does not hold the lease", i)
@@ -428,7 +464,7 @@ func TestLockerOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryAcquire over TLS: %v", err)
 	}
-	defer lease.Release(context.Background())
+	releaseAtEnd(t, lease)
 	if got := srv.Client(t).Get(t.Context(), ns+"/tls").Val(); got != lease.Value() {
 		t.Fatal("the lease is not on the TLS server")
 	}

@@ -93,15 +93,37 @@ type target struct {
 
 // resolve turns the resource into a target, reading the Secrets it names.
 func resolve(ctx context.Context, c client.Reader, dl *v1alpha1.DistributedLock) (target, error) {
+	if err := checkReady(dl); err != nil {
+		return target{}, err
+	}
+	t := leaseSettings(dl)
+	if err := t.setServers(dl); err != nil {
+		return target{}, err
+	}
+	if err := t.setCredentials(ctx, c, dl); err != nil {
+		return target{}, err
+	}
+	return t, nil
+}
+
+// checkReady returns an ErrNotReady error unless the resource's Ready
+// condition is True for its current generation.
+func checkReady(dl *v1alpha1.DistributedLock) error {
 	ready := apimeta.FindStatusCondition(dl.Status.Conditions, v1alpha1.ConditionReady)
 	switch {
 	case ready == nil:
-		return target{}, fmt.Errorf("%w: %s/%s has no Ready condition yet (is the redlease controller running?)", ErrNotReady, dl.Namespace, dl.Name)
+		return fmt.Errorf("%w: %s/%s has no Ready condition yet (is the redlease controller running?)", ErrNotReady, dl.Namespace, dl.Name)
 	case ready.Status != metav1.ConditionTrue:
-		return target{}, fmt.Errorf("%w: %s/%s: %s: %s", ErrNotReady, dl.Namespace, dl.Name, ready.Reason, ready.Message)
+		return fmt.Errorf("%w: %s/%s: %s: %s", ErrNotReady, dl.Namespace, dl.Name, ready.Reason, ready.Message)
 	case ready.ObservedGeneration != 0 && ready.ObservedGeneration < dl.Generation:
-		return target{}, fmt.Errorf("%w: %s/%s: the controller has not yet seen generation %d", ErrNotReady, dl.Namespace, dl.Name, dl.Generation)
+		return fmt.Errorf("%w: %s/%s: the controller has not yet seen generation %d", ErrNotReady, dl.Namespace, dl.Name, dl.Generation)
 	}
+	return nil
+}
+
+// leaseSettings returns the target's key, identity and lease settings, with
+// the spec's defaults filled in; no servers or credentials yet.
+func leaseSettings(dl *v1alpha1.DistributedLock) target {
 	spec := &dl.Spec
 	t := target{
 		mode:    spec.Redis.Mode,
@@ -121,10 +143,19 @@ func resolve(ctx context.Context, c client.Reader, dl *v1alpha1.DistributedLock)
 	if spec.Safety != nil {
 		t.replicaAcks = int(spec.Safety.WaitForReplicas)
 	}
+	return t
+}
+
+// setServers sets the servers for t's mode: the master from status
+// (Standalone, Replicated), the Sentinels from the spec, the Cluster seeds
+// from the spec or else the masters in status, the Redlock nodes from the
+// spec only.
+func (t *target) setServers(dl *v1alpha1.DistributedLock) error {
+	spec := &dl.Spec
 	switch t.mode {
 	case v1alpha1.RedisModeStandalone, v1alpha1.RedisModeReplicated:
 		if dl.Status.Master == "" {
-			return target{}, fmt.Errorf("%w: %s/%s: no master in status", ErrNotReady, dl.Namespace, dl.Name)
+			return fmt.Errorf("%w: %s/%s: no master in status", ErrNotReady, dl.Namespace, dl.Name)
 		}
 		t.addrs = []string{dl.Status.Master}
 	case v1alpha1.RedisModeSentinel:
@@ -133,14 +164,10 @@ func resolve(ctx context.Context, c client.Reader, dl *v1alpha1.DistributedLock)
 	case v1alpha1.RedisModeCluster:
 		t.addrs = spec.Redis.Addresses
 		if len(t.addrs) == 0 { // a Service: the controller resolved it
-			for _, e := range dl.Status.Endpoints {
-				if e.Role == v1alpha1.EndpointRoleMaster {
-					t.addrs = append(t.addrs, e.Address)
-				}
-			}
+			t.addrs = statusMasters(dl.Status.Endpoints)
 		}
 		if len(t.addrs) == 0 {
-			return target{}, fmt.Errorf("%w: %s/%s: no endpoints in status", ErrNotReady, dl.Namespace, dl.Name)
+			return fmt.Errorf("%w: %s/%s: no endpoints in status", ErrNotReady, dl.Namespace, dl.Name)
 		}
 	case v1alpha1.RedisModeRedlock:
 		// The nodes, and so the quorum (len/2+1), come from the spec only:
@@ -148,39 +175,66 @@ func resolve(ctx context.Context, c client.Reader, dl *v1alpha1.DistributedLock)
 		// pods count different majorities. A node that does not answer is
 		// a failed vote.
 		if spec.Redis.Service != nil || len(spec.Redis.Addresses) == 0 {
-			return target{}, fmt.Errorf("%w: %s/%s: Redlock needs spec.redis.addresses, an explicit odd list of ≥ 3 stable addresses (a Service's endpoints would change the quorum): delete and re-create the lock with addresses",
+			return fmt.Errorf("%w: %s/%s: Redlock needs spec.redis.addresses, an explicit odd list of ≥ 3 stable addresses (a Service's endpoints would change the quorum): delete and re-create the lock with addresses",
 				ErrNotReady, dl.Namespace, dl.Name)
 		}
 		t.addrs = spec.Redis.Addresses
 	default:
-		return target{}, fmt.Errorf("kube: %s/%s: unknown mode %q", dl.Namespace, dl.Name, t.mode)
+		return fmt.Errorf("kube: %s/%s: unknown mode %q", dl.Namespace, dl.Name, t.mode)
 	}
+	return nil
+}
+
+// statusMasters returns the addresses of the endpoints in status with the
+// master role, in order.
+func statusMasters(endpoints []v1alpha1.EndpointStatus) []string {
+	var addrs []string
+	for _, e := range endpoints {
+		if e.Role == v1alpha1.EndpointRoleMaster {
+			addrs = append(addrs, e.Address)
+		}
+	}
+	return addrs
+}
+
+// setCredentials sets the user names, and the passwords and CA certificate
+// read from the Secrets the spec names.
+func (t *target) setCredentials(ctx context.Context, c client.Reader, dl *v1alpha1.DistributedLock) error {
+	spec := &dl.Spec
 	var err error
 	t.username = spec.Redis.Username
 	if t.password, err = secretValue(ctx, c, dl.Namespace, spec.Redis.PasswordSecretRef); err != nil {
-		return target{}, err
+		return err
 	}
 	if s := spec.Redis.Sentinel; s != nil {
 		t.sentinelUser = s.Username
 		if t.sentinelPass, err = secretValue(ctx, c, dl.Namespace, s.PasswordSecretRef); err != nil {
-			return target{}, err
+			return err
 		}
 	}
 	if spec.Redis.TLS != nil && spec.Redis.TLS.Enabled {
-		t.tls = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: spec.Redis.TLS.ServerName, InsecureSkipVerify: spec.Redis.TLS.InsecureSkipVerify} //nolint:gosec // the user asked for it
-		if ref := spec.Redis.TLS.CASecretRef; ref != nil {
-			ca, err := secretValue(ctx, c, dl.Namespace, ref)
-			if err != nil {
-				return target{}, err
-			}
-			t.caPEM = []byte(ca)
-			t.tls.RootCAs = x509.NewCertPool()
-			if !t.tls.RootCAs.AppendCertsFromPEM(t.caPEM) {
-				return target{}, fmt.Errorf("kube: Secret %s/%s key %q holds no PEM certificate", dl.Namespace, ref.Name, ref.Key)
-			}
-		}
+		return t.setTLS(ctx, c, dl.Namespace, spec.Redis.TLS)
 	}
-	return t, nil
+	return nil
+}
+
+// setTLS sets the client TLS config, with the CA from its Secret if named.
+func (t *target) setTLS(ctx context.Context, c client.Reader, namespace string, spec *v1alpha1.TLSSpec) error {
+	t.tls = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: spec.ServerName, InsecureSkipVerify: spec.InsecureSkipVerify} //nolint:gosec // the user asked for it
+	ref := spec.CASecretRef
+	if ref == nil {
+		return nil
+	}
+	ca, err := secretValue(ctx, c, namespace, ref)
+	if err != nil {
+		return err
+	}
+	t.caPEM = []byte(ca)
+	t.tls.RootCAs = x509.NewCertPool()
+	if !t.tls.RootCAs.AppendCertsFromPEM(t.caPEM) {
+		return fmt.Errorf("kube: Secret %s/%s key %q holds no PEM certificate", namespace, ref.Name, ref.Key)
+	}
+	return nil
 }
 
 func secretValue(ctx context.Context, c client.Reader, namespace string, ref *v1alpha1.SecretKeyRef) (string, error) {
@@ -202,11 +256,12 @@ func secretValue(ctx context.Context, c client.Reader, namespace string, ref *v1
 // only through a hash.
 func (t target) fingerprint() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s|%s|%q|%s|%q|%s|%s|%s|%s|%d|%v|%v|%v|%d|%v|%s|%v",
+	// hash.Hash's Write never returns an error, so neither does Fprintf.
+	_, _ = fmt.Fprintf(h, "%s|%s|%q|%s|%q|%s|%s|%s|%s|%d|%v|%v|%v|%d|%v|%s|%v",
 		t.mode, t.key, t.addrs, t.masterName, t.sentinelAddrs, t.username, t.password, t.sentinelUser, t.sentinelPass,
 		t.db, t.ttl, t.renew, t.fencing, t.replicaAcks, t.tls != nil, t.caPEM, t.tls != nil && t.tls.InsecureSkipVerify)
 	if t.tls != nil {
-		fmt.Fprint(h, t.tls.ServerName)
+		_, _ = fmt.Fprint(h, t.tls.ServerName)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

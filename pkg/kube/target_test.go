@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,97 @@ func TestIdentity(t *testing.T) {
 		a, b := identityOf(before, key(before)), identityOf(after, key(after))
 		if moves := a != b; moves != c.moves {
 			t.Errorf("%s: %v -> %v: moves = %v, want %v", c.name, a, b, moves, c.moves)
+		}
+	}
+}
+
+// TestCheckReady: only a Ready condition that is True, and was not set for
+// an older generation (observedGeneration 0: not recorded), lets a pod use
+// the lock.
+func TestCheckReady(t *testing.T) {
+	withReady := func(status metav1.ConditionStatus, observed int64) *v1alpha1.DistributedLock {
+		dl := &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: "jobs", Name: "compaction", Generation: 2}}
+		apimeta.SetStatusCondition(&dl.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: status,
+			Reason: "Because", Message: "the reason's message", ObservedGeneration: observed})
+		return dl
+	}
+	for _, c := range []struct {
+		name  string
+		dl    *v1alpha1.DistributedLock
+		ready bool
+		want  string // in the error
+	}{
+		{"no condition", &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: "jobs", Name: "compaction"}}, false, "no Ready condition yet"},
+		{"false", withReady(metav1.ConditionFalse, 2), false, "Because: the reason's message"},
+		{"unknown", withReady(metav1.ConditionUnknown, 2), false, "Because"},
+		{"true for an older generation", withReady(metav1.ConditionTrue, 1), false, "not yet seen generation 2"},
+		{"true", withReady(metav1.ConditionTrue, 2), true, ""},
+		{"true without observedGeneration", withReady(metav1.ConditionTrue, 0), true, ""},
+	} {
+		err := checkReady(c.dl)
+		if c.ready {
+			if err != nil {
+				t.Errorf("%s: checkReady = %v, want nil", c.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: checkReady = %v, want ErrNotReady mentioning %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestSetServers: where each mode's servers come from.
+func TestSetServers(t *testing.T) {
+	endpoints := []v1alpha1.EndpointStatus{
+		{Address: "m-0:6379", Role: v1alpha1.EndpointRoleMaster},
+		{Address: "r-0:6379", Role: v1alpha1.EndpointRoleReplica},
+		{Address: "m-1:6379", Role: v1alpha1.EndpointRoleMaster},
+	}
+	sentinel := &v1alpha1.SentinelSpec{MasterName: "locks", Addresses: []string{"s-0:26379", "s-1:26379"}}
+	svc := &v1alpha1.ServiceReference{Name: "redis", Port: 6379}
+	for _, c := range []struct {
+		name      string
+		redis     v1alpha1.RedisSpec
+		status    v1alpha1.DistributedLockStatus
+		addrs     []string
+		master    string   // Sentinel master name
+		sentinels []string // Sentinel addresses
+		notReady  bool     // an ErrNotReady error
+		fails     bool     // another error
+	}{
+		{name: "standalone: the master in status", redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"spec:6379"}},
+			status: v1alpha1.DistributedLockStatus{Master: "m-0:6379"}, addrs: []string{"m-0:6379"}},
+		{name: "replicated: the master in status", redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeReplicated, Service: svc},
+			status: v1alpha1.DistributedLockStatus{Master: "m-1:6379", Endpoints: endpoints}, addrs: []string{"m-1:6379"}},
+		{name: "replicated without a master", redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeReplicated, Service: svc},
+			status: v1alpha1.DistributedLockStatus{Endpoints: endpoints}, notReady: true},
+		{name: "sentinel: from the spec", redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeSentinel, Sentinel: sentinel},
+			status: v1alpha1.DistributedLockStatus{Master: "m-0:6379"}, master: "locks", sentinels: sentinel.Addresses},
+		{name: "cluster: the spec's seeds", redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeCluster, Addresses: []string{"c-0:6379"}},
+			status: v1alpha1.DistributedLockStatus{Endpoints: endpoints}, addrs: []string{"c-0:6379"}},
+		{name: "cluster through a Service: the masters in status", redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeCluster, Service: svc},
+			status: v1alpha1.DistributedLockStatus{Endpoints: endpoints}, addrs: []string{"m-0:6379", "m-1:6379"}},
+		{name: "cluster through a Service with no endpoints", redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeCluster, Service: svc}, notReady: true},
+		{name: "redlock: the spec's addresses only", redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeRedlock, Addresses: []string{"a:1", "b:1", "c:1"}},
+			status: v1alpha1.DistributedLockStatus{Endpoints: endpoints}, addrs: []string{"a:1", "b:1", "c:1"}},
+		{name: "redlock through a Service", redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeRedlock, Service: svc},
+			status: v1alpha1.DistributedLockStatus{Endpoints: endpoints}, notReady: true},
+		{name: "unknown mode", redis: v1alpha1.RedisSpec{Mode: "Memcached"}, fails: true},
+	} {
+		dl := &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: "jobs", Name: "compaction"},
+			Spec: v1alpha1.DistributedLockSpec{Redis: c.redis}, Status: c.status}
+		tg := target{mode: c.redis.Mode}
+		err := tg.setServers(dl)
+		switch {
+		case c.notReady || c.fails:
+			if errors.Is(err, ErrNotReady) != c.notReady || err == nil {
+				t.Errorf("%s: setServers = %v, want an error (ErrNotReady %v)", c.name, err, c.notReady)
+			}
+		case err != nil:
+			t.Errorf("%s: setServers = %v", c.name, err)
+		case !slices.Equal(tg.addrs, c.addrs) || tg.masterName != c.master || !slices.Equal(tg.sentinelAddrs, c.sentinels):
+			t.Errorf("%s: addrs %v, master name %q, Sentinels %v; want %v, %q, %v", c.name, tg.addrs, tg.masterName, tg.sentinelAddrs, c.addrs, c.master, c.sentinels)
 		}
 	}
 }
