@@ -20,6 +20,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Validation notes for the markers below.
@@ -522,7 +523,10 @@ type DistributedLockList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&DistributedLock{}, &DistributedLockList{})
+	SchemeBuilder.Register(func(s *runtime.Scheme) error {
+		s.AddKnownTypes(GroupVersion, &DistributedLock{}, &DistributedLockList{})
+		return nil
+	})
 }
 
 // MaxRenewInterval is the longest spec.renewInterval the API accepts for a

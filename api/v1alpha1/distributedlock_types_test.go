@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -407,8 +408,8 @@ func TestSamplesAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(root, "config", "samples")
-	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	samples := os.DirFS(filepath.Join(root, "config", "samples"))
+	b, err := fs.ReadFile(samples, "kustomization.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,12 +419,12 @@ func TestSamplesAccepted(t *testing.T) {
 	if err := yaml.Unmarshal(b, &kust); err != nil {
 		t.Fatalf("kustomization.yaml: %v", err)
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	files, err := fs.Glob(samples, "*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range files {
-		if base := filepath.Base(f); base != "kustomization.yaml" && !slices.Contains(kust.Resources, base) {
+	for _, base := range files {
+		if base != "kustomization.yaml" && !slices.Contains(kust.Resources, base) {
 			t.Errorf("%s is not listed in config/samples/kustomization.yaml", base)
 		}
 	}
@@ -431,7 +432,7 @@ func TestSamplesAccepted(t *testing.T) {
 	modes := map[v1alpha1.RedisMode]bool{}
 	for _, name := range kust.Resources {
 		t.Run(name, func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join(dir, name))
+			b, err := fs.ReadFile(samples, name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -468,26 +469,7 @@ func TestDefaults(t *testing.T) {
 		spec  obj
 		check func(t *testing.T, s v1alpha1.DistributedLockSpec)
 	}{
-		{"minimal", obj{"redis": standalone()}, func(t *testing.T, s v1alpha1.DistributedLockSpec) {
-			if s.TTL == nil || s.TTL.Duration != 30*time.Second {
-				t.Errorf("ttl = %v, want 30s", s.TTL)
-			}
-			if s.TTL != nil && s.TTL.Duration != v1alpha1.DefaultTTL {
-				t.Errorf("schema default ttl %v != v1alpha1.DefaultTTL %v", s.TTL.Duration, v1alpha1.DefaultTTL)
-			}
-			if s.Fencing == nil || s.Fencing.Enabled == nil || !*s.Fencing.Enabled {
-				t.Errorf("fencing = %+v, want enabled: true", s.Fencing)
-			}
-			if !s.FencingEnabled() {
-				t.Errorf("FencingEnabled() = false")
-			}
-			if s.Key != "" || s.RenewInterval != nil || s.Safety != nil {
-				t.Errorf("key %q, renewInterval %v, safety %+v: want them absent (computed where used)", s.Key, s.RenewInterval, s.Safety)
-			}
-			if s.Redis.DB != 0 || s.Redis.TLS != nil || s.Redis.PasswordSecretRef != nil {
-				t.Errorf("redis = %+v: want no db, tls or password", s.Redis)
-			}
-		}},
+		{"minimal", obj{"redis": standalone()}, checkMinimalDefaults},
 		{"empty fencing", obj{"redis": standalone(), "fencing": obj{}}, func(t *testing.T, s v1alpha1.DistributedLockSpec) {
 			if !s.FencingEnabled() || s.Fencing.Enabled == nil {
 				t.Errorf("fencing = %+v, want enabled: true", s.Fencing)
@@ -526,6 +508,30 @@ func TestDefaults(t *testing.T) {
 			}
 			tc.check(t, got.Spec)
 		})
+	}
+}
+
+// checkMinimalDefaults checks the defaults of a spec that names only its
+// Redis: a 30s TTL (v1alpha1.DefaultTTL), fencing on, nothing else set.
+func checkMinimalDefaults(t *testing.T, s v1alpha1.DistributedLockSpec) {
+	t.Helper()
+	if s.TTL == nil || s.TTL.Duration != 30*time.Second {
+		t.Errorf("ttl = %v, want 30s", s.TTL)
+	}
+	if s.TTL != nil && s.TTL.Duration != v1alpha1.DefaultTTL {
+		t.Errorf("schema default ttl %v != v1alpha1.DefaultTTL %v", s.TTL.Duration, v1alpha1.DefaultTTL)
+	}
+	if s.Fencing == nil || s.Fencing.Enabled == nil || !*s.Fencing.Enabled {
+		t.Errorf("fencing = %+v, want enabled: true", s.Fencing)
+	}
+	if !s.FencingEnabled() {
+		t.Errorf("FencingEnabled() = false")
+	}
+	if s.Key != "" || s.RenewInterval != nil || s.Safety != nil {
+		t.Errorf("key %q, renewInterval %v, safety %+v: want them absent (computed where used)", s.Key, s.RenewInterval, s.Safety)
+	}
+	if s.Redis.DB != 0 || s.Redis.TLS != nil || s.Redis.PasswordSecretRef != nil {
+		t.Errorf("redis = %+v: want no db, tls or password", s.Redis)
 	}
 }
 
@@ -688,41 +694,8 @@ func TestStatusSubresource(t *testing.T) {
 		t.Errorf("create kept status %+v", got.Status)
 	}
 
-	// An update of the main resource ignores status.
-	got.Status = status
-	got.Spec.TTL = &metav1.Duration{Duration: 45 * time.Second}
-	if err := env.Client.Update(ctx, &got); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Get(ctx, key, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Spec.TTLOrDefault() != 45*time.Second {
-		t.Errorf("update lost the spec change")
-	}
-	if got.Status.Holder != nil || got.Status.FenceHighWater != 0 {
-		t.Errorf("update of the main resource wrote status %+v", got.Status)
-	}
-
-	// The status subresource writes status, and only status.
-	got.Status = status
-	got.Spec.TTL = &metav1.Duration{Duration: time.Minute}
-	if err := env.Client.Status().Update(ctx, &got); err != nil {
-		t.Fatalf("status update: %v", err)
-	}
-	if err := env.Client.Get(ctx, key, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Spec.TTLOrDefault() != 45*time.Second {
-		t.Errorf("status update changed spec.ttl to %v", got.Spec.TTL)
-	}
-	if got.Status.Holder == nil || got.Status.Holder.Fence != 1042 || got.Status.FenceHighWater != 1042 ||
-		got.Status.Master != "10.0.0.7:6379" || len(got.Status.Endpoints) != 1 || len(got.Status.Conditions) != 1 {
-		t.Errorf("status update did not write status: %+v", got.Status)
-	}
-	if got.Status.Endpoints[0].ConnectedReplicas == nil || *got.Status.Endpoints[0].ConnectedReplicas != 0 {
-		t.Errorf("connectedReplicas 0 was lost: %+v", got.Status.Endpoints[0])
-	}
+	mainUpdateIgnoresStatus(ctx, t, env.Client, &got, status)
+	statusUpdateWritesOnlyStatus(ctx, t, env.Client, &got, status)
 
 	// A later main-resource update keeps what the status subresource wrote.
 	got.Status = v1alpha1.DistributedLockStatus{}
@@ -740,6 +713,52 @@ func TestStatusSubresource(t *testing.T) {
 	t.Run("printer columns", func(t *testing.T) {
 		checkPrinterColumns(t, env.Config, ns, key.Name)
 	})
+}
+
+// mainUpdateIgnoresStatus: an update of the main resource got (as last read)
+// with status set writes the spec change (ttl 45s) but not status; got is
+// read back.
+func mainUpdateIgnoresStatus(ctx context.Context, t *testing.T, c client.Client, got *v1alpha1.DistributedLock, status v1alpha1.DistributedLockStatus) {
+	t.Helper()
+	got.Status = status
+	got.Spec.TTL = &metav1.Duration{Duration: 45 * time.Second}
+	if err := c.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.TTLOrDefault() != 45*time.Second {
+		t.Errorf("update lost the spec change")
+	}
+	if got.Status.Holder != nil || got.Status.FenceHighWater != 0 {
+		t.Errorf("update of the main resource wrote status %+v", got.Status)
+	}
+}
+
+// statusUpdateWritesOnlyStatus: an update of the status subresource of got
+// (as last read, with ttl 45s) writes status, and not a spec change made
+// with it; got is read back.
+func statusUpdateWritesOnlyStatus(ctx context.Context, t *testing.T, c client.Client, got *v1alpha1.DistributedLock, status v1alpha1.DistributedLockStatus) {
+	t.Helper()
+	got.Status = status
+	got.Spec.TTL = &metav1.Duration{Duration: time.Minute}
+	if err := c.Status().Update(ctx, got); err != nil {
+		t.Fatalf("status update: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.TTLOrDefault() != 45*time.Second {
+		t.Errorf("status update changed spec.ttl to %v", got.Spec.TTL)
+	}
+	if got.Status.Holder == nil || got.Status.Holder.Fence != 1042 || got.Status.FenceHighWater != 1042 ||
+		got.Status.Master != "10.0.0.7:6379" || len(got.Status.Endpoints) != 1 || len(got.Status.Conditions) != 1 {
+		t.Errorf("status update did not write status: %+v", got.Status)
+	}
+	if got.Status.Endpoints[0].ConnectedReplicas == nil || *got.Status.Endpoints[0].ConnectedReplicas != 0 {
+		t.Errorf("connectedReplicas 0 was lost: %+v", got.Status.Endpoints[0])
+	}
 }
 
 // checkPrinterColumns reads the lock as a Table, as kubectl get does.
