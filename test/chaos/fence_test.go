@@ -39,7 +39,9 @@ func TestFenceAfterRestartEmpty(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s.release(client, lease, Mono())
+				if err := s.release(client, lease, Mono()); err != nil {
+					t.Fatalf("%s: release: %v", client, err)
+				}
 			}
 			if r < restarts {
 				if err := srv.RestartEmpty(); err != nil {

@@ -46,7 +46,7 @@ type helper struct {
 // startHelper runs role with its parameters in the environment.
 func startHelper(t *testing.T, role string, env map[string]string) *helper {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$") //nolint:gosec // G204: re-executes this test binary (os.Args[0]) as a helper process
 	cmd.Env = append(os.Environ(), helperEnv+"="+role)
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -106,7 +106,7 @@ func (h *helper) signal(sig syscall.Signal) { _ = h.cmd.Process.Signal(sig) }
 func runHelper(role string) int {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS"), ContextTimeoutEnabled: true})
-	defer client.Close()
+	defer func() { _ = client.Close() }() // the helper process exits next; its connections go with it
 	ttl, _ := time.ParseDuration(os.Getenv("TTL"))
 	key := os.Getenv("KEY")
 	switch role {
@@ -137,7 +137,7 @@ func acquireLoop(ctx context.Context, client *redis.Client, key string, ttl time
 		emit(event{Kind: "error", Error: err.Error()})
 		return 1
 	}
-	for first := true; ; {
+	for first := true; ; { //nolint:gosec // G118: runs until the test SIGKILLs this helper process (that is the crash under test; cleanup and Pdeathsig kill it too); ctx is Background, nothing cancels it
 		if lease, err := l.Acquire(ctx, key); err == nil {
 			if first {
 				emit(event{Kind: "acquired"})
@@ -155,7 +155,7 @@ func acquireLoop(ctx context.Context, client *redis.Client, key string, ttl time
 // the lock until a renewal tells it otherwise, and writes to a plain key.
 func pausedWriter(ctx context.Context, client *redis.Client, key string, ttl time.Duration, naive bool) int {
 	store := redis.NewClient(&redis.Options{Addr: os.Getenv("STORE")})
-	defer store.Close()
+	defer func() { _ = store.Close() }() // the helper process exits next; its connections go with it
 	id := "paused-" + strconv.Itoa(os.Getpid())
 	if naive {
 		from := Mono()
@@ -178,7 +178,7 @@ func pausedWriter(ctx context.Context, client *redis.Client, key string, ttl tim
 		emit(event{Kind: "error", Error: err.Error()})
 		return 1
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // nothing is held by then (the lease ended, see Done, or was never taken) and the process exits next
 	lease, err := l.TryAcquire(ctx, key)
 	if err != nil {
 		emit(event{Kind: "error", Error: err.Error()})
@@ -209,7 +209,7 @@ func pausedWriter(ctx context.Context, client *redis.Client, key string, ttl tim
 // writes with its fence as long as its leader context is live.
 func pausedLeader(ctx context.Context, client *redis.Client, key string, ttl time.Duration) int {
 	store := redis.NewClient(&redis.Options{Addr: os.Getenv("STORE")})
-	defer store.Close()
+	defer func() { _ = store.Close() }() // the helper process exits next; its connections go with it
 	fs := fence.NewRedisStore(store, "")
 	id := "leader-" + strconv.Itoa(os.Getpid())
 	err := election.Run(ctx, election.Config{Client: client, Key: key, Identity: id, TTL: ttl, ReleaseOnCancel: true,

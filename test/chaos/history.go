@@ -50,24 +50,28 @@ type History struct {
 	writes []Write
 }
 
+// Claim records c.
 func (h *History) Claim(c Claim) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.claims = append(h.claims, c)
 }
 
+// Write records w.
 func (h *History) Write(w Write) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.writes = append(h.writes, w)
 }
 
+// Claims returns a copy of the claims recorded so far.
 func (h *History) Claims() []Claim {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.claims)
 }
 
+// Writes returns a copy of the writes recorded so far.
 func (h *History) Writes() []Write {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -115,8 +119,8 @@ func StaleAccepted(writes []Write) []Violation {
 	return out
 }
 
-// FencesNotIncreasing: successive holders (by the start of their claims)
-// must get strictly increasing fences.
+// FencesNotIncreasing reports successive holders of a key (by the start of
+// their claims) whose fences did not strictly increase.
 func FencesNotIncreasing(claims []Claim) []Violation {
 	slices.SortFunc(claims, func(a, b Claim) int { return cmp.Compare(a.From, b.From) })
 	var out []Violation

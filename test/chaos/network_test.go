@@ -65,7 +65,11 @@ func TestRenewRepliesDelayedPastHalfTheTTL(t *testing.T) {
 		srv := redistest.StartStandalone(t)
 		proxy := faultproxy.New(t, srv.Addr())
 		slow := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
-		t.Cleanup(func() { slow.Close() })
+		t.Cleanup(func() {
+			if err := slow.Close(); err != nil {
+				t.Errorf("closing the slow client: %v", err)
+			}
+		})
 		ctx := s.ctx
 
 		var finish func() int64

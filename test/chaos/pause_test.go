@@ -48,7 +48,9 @@ func TestHolderPausedPastItsTTL(t *testing.T) {
 		s.h.Write(Write{Client: "successor", Resource: "ledger", Fence: lease.Fence(), At: Mono(), Accepted: true})
 
 		late := s.resume(holder)
-		s.release("successor", lease, from)
+		if err := s.release("successor", lease, from); err != nil {
+			t.Errorf("releasing the successor's lease: %v", err)
+		}
 
 		var counter string
 		if s.naive {

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -44,22 +45,33 @@ func startPostgres(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing the PostgreSQL cluster: %v", err)
+		}
+	})
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
 			t.Fatalf("running as root needs the postgres user to start PostgreSQL: %v", err)
 		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
+		// Parsed as 32-bit, the size of a uid_t/gid_t.
+		uid, err := strconv.ParseUint(u.Uid, 10, 32)
+		if err != nil {
+			t.Fatalf("postgres uid %q: %v", u.Uid, err)
+		}
+		gid, err := strconv.ParseUint(u.Gid, 10, 32)
+		if err != nil {
+			t.Fatalf("postgres gid %q: %v", u.Gid, err)
+		}
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(dir, uid, gid); err != nil {
+		if err := os.Chown(dir, int(uid), int(gid)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	run := func(name string, args ...string) *exec.Cmd {
-		cmd := exec.Command(name, args...)
+		cmd := exec.Command(name, args...) //nolint:gosec,noctx // G204: PostgreSQL's initdb and postgres, found by pgBinary; noctx: postgres is stopped by the cleanup's SIGINT (fast shutdown) after the test's own cleanups, not by a context's SIGKILL, and Pdeathsig covers an aborted test
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 		return cmd
 	}
@@ -67,35 +79,45 @@ func startPostgres(t *testing.T) string {
 	if out, err := run(initdb, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	if err := l.Close(); err != nil { // postgres takes the port next
+		t.Fatal(err)
+	}
 	srv := run(postgres, "-D", data, "-p", strconv.Itoa(port), "-k", dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off")
-	logf, _ := os.Create(filepath.Join(dir, "postgres.log"))
+	logPath := filepath.Join(dir, "postgres.log")
+	logf, err := os.Create(logPath) //nolint:gosec // G304: the server's log in this test's own temporary directory
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv.Stdout, srv.Stderr = logf, logf
 	if err := srv.Start(); err != nil {
+		_ = logf.Close() // only read through its path
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = srv.Process.Signal(syscall.SIGINT) // fast shutdown
 		_ = srv.Wait()
+		_ = logf.Close() // our copy of the server's stdout/stderr; the log is only read through its path
 	})
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	deadline := time.Now().Add(30 * time.Second)
+	ctx, cancel := context.WithDeadline(t.Context(), deadline)
+	defer cancel()
 	for {
 		db, err := sql.Open("pgx", dsn)
 		if err == nil {
-			err = db.Ping()
-			db.Close()
+			err = db.PingContext(ctx)
+			_ = db.Close() // a probe: err above already says whether the server answered
 		}
 		if err == nil {
 			return dsn
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
+			log, _ := os.ReadFile(logPath) //nolint:gosec // G304: the server's log in this test's own temporary directory
 			t.Fatalf("PostgreSQL did not start: %v\n%s", err, log)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -113,7 +135,11 @@ func TestFencedSQLWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("closing the database: %v", err)
+		}
+	})
 	ctx := ctxFor(t, time.Minute)
 	if _, err := db.ExecContext(ctx, `CREATE TABLE accounts (id text PRIMARY KEY, balance bigint NOT NULL, fence numeric(20) NOT NULL DEFAULT 0)`); err != nil {
 		t.Fatal(err)
@@ -167,7 +193,9 @@ func TestFencedSQLWrites(t *testing.T) {
 		}
 		deposit("successor", lease.Fence(), balance())
 		deposit("paused", stale.Fence(), staleRead) // the late write
-		lease.Release(ctx)
+		if err := lease.Release(ctx); err != nil {
+			t.Errorf("releasing the successor's lease: %v", err)
+		}
 
 		// Each accepted deposit added 10.
 		got := strconv.FormatInt(balance()/10, 10)

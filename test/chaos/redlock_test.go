@@ -19,7 +19,11 @@ func redlockClients(t *testing.T, addrs []string) []redis.UniversalClient {
 	for i, a := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true, MaxRetries: -1,
 			DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond})
-		t.Cleanup(func() { c.Close() })
+		t.Cleanup(func() {
+			if err := c.Close(); err != nil {
+				t.Errorf("closing the client of %s: %v", a, err)
+			}
+		})
 		cs[i] = c
 	}
 	return cs
@@ -142,7 +146,9 @@ func TestRedlockElapsedTimeCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		warm.Release(ctx)
+		if err := warm.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 		for _, p := range proxies {
 			p.Latency(latency)
 		}

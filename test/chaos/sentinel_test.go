@@ -29,7 +29,11 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	for i := range 3 {
 		c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName, SentinelAddrs: g.SentinelAddrs(),
 			ContextTimeoutEnabled: true, MaxRetries: -1})
-		t.Cleanup(func() { c.Close() })
+		t.Cleanup(func() {
+			if err := c.Close(); err != nil {
+				t.Errorf("closing client %d: %v", i, err)
+			}
+		})
 		l, err := lock.New(c, lock.WithTTL(time.Second), lock.WithReplicaAck(1, 200*time.Millisecond),
 			lock.WithIdentity(fmt.Sprintf("client-%d", i)), lock.WithRetryBackoff(5*time.Millisecond, 100*time.Millisecond))
 		if err != nil {
