@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	for _, c := range []string{"manager", "lockctl", "demo"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, c), "./cmd/"+c)
+		build := program(context.Background(), "go", "build", "-o", filepath.Join(dir, c), "./cmd/"+c)
 		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "building", c, err)
@@ -56,14 +56,21 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir) // a temporary directory: leaving it behind fails nothing
 	os.Exit(code)
+}
+
+// program is the one place these tests start a process: the go tool, the
+// tools in bin/ (helm, kubectl, built from source by make tools), and the
+// binaries TestMain built from ./cmd.
+func program(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, name, args...) //nolint:gosec // G204: the go tool, bin/ tools and this repository's own binaries
 }
 
 // run runs a tool from bin/ (helm, kubectl) and fails t on error.
 func run(t *testing.T, tool string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(root, "bin", tool), args...)
+	cmd := program(t.Context(), filepath.Join(root, "bin", tool), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -96,7 +103,9 @@ func impersonating(t *testing.T, env *kubetest.Env, ns, name string) string {
 func startManager(t *testing.T, kubeconfig, namespace string) *bytes.Buffer {
 	t.Helper()
 	var log bytes.Buffer
-	cmd := exec.Command(filepath.Join(binDir, "manager"), "--leader-elect", "--leader-election-namespace="+namespace,
+	// Not t.Context(): that is cancelled before the cleanup below, which
+	// stops the manager gracefully (SIGTERM, then SIGKILL after 10s).
+	cmd := program(context.Background(), filepath.Join(binDir, "manager"), "--leader-elect", "--leader-election-namespace="+namespace,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--probe-interval=2s")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = &log, &log
@@ -188,7 +197,7 @@ func applySamples(t *testing.T, c client.Client, lt *localTopologies, ns string)
 	secrets := map[string]bool{}
 	var names []string
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := os.ReadFile(f) //nolint:gosec // G304: a sample of this repository, from the Glob above
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +243,7 @@ func waitReady(t *testing.T, c client.Client, ns string, names []string) {
 // lockctlRuns checks `lockctl run` against a Ready lock.
 func lockctlRuns(t *testing.T, kubeconfig, ns, name string) {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(binDir, "lockctl"), "run", "--kubeconfig", kubeconfig, "--lock", ns+"/"+name,
+	out, err := program(t.Context(), filepath.Join(binDir, "lockctl"), "run", "--kubeconfig", kubeconfig, "--lock", ns+"/"+name,
 		"--wait", "30s", "--", "sh", "-c", `echo "fence=$LOCK_FENCE"`).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "fence=") || strings.Contains(string(out), "fence=\n") {
 		t.Fatalf("lockctl run on %s/%s: %v\n%s", ns, name, err, out)
@@ -324,7 +333,7 @@ func TestKustomizeDeploy(t *testing.T) {
 // make demo, shortened: it must finish on its own, show the paused holder's
 // late write refused, and find no lost update.
 func TestDemo(t *testing.T) {
-	cmd := exec.Command(filepath.Join(binDir, "demo"), "--bin", binDir, "--duration", "12s")
+	cmd := program(t.Context(), filepath.Join(binDir, "demo"), "--bin", binDir, "--duration", "12s")
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
