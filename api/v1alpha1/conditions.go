@@ -19,7 +19,7 @@ package v1alpha1
 // Condition types of a DistributedLock (status.conditions[].type).
 //
 // This file is the one place that lists condition types and reasons; the
-// README's troubleshooting table lists the same reasons.
+// troubleshooting table in docs/operator.md lists the same reasons.
 const (
 	// ConditionReady is True only when every safety property the resource
 	// asks for is in force: the Secrets it references readable, the servers a

@@ -341,8 +341,9 @@ type SafetySpec struct {
 	ManageReplicaSettings bool `json:"manageReplicaSettings,omitempty"`
 
 	// waitForReplicas is the number of replicas that must acknowledge the
-	// acquire (Redis WAIT) before a lease counts; fewer ⇒ the lease is
-	// released and the acquire fails. Absent or 0 ⇒ no wait.
+	// acquire and every renewal (Redis WAIT) before they count; fewer ⇒ an
+	// acquire is released and fails, and a renewal does not extend the
+	// lease. Absent or 0 ⇒ no wait.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100

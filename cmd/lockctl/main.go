@@ -1,5 +1,5 @@
 // Command lockctl runs commands under redlease distributed locks. See
-// internal/lockctl and README "lockctl".
+// internal/lockctl and docs/lockctl.md.
 package main
 
 import (

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes (README "lockctl"). `run` otherwise exits with the child's code,
+// Exit codes (docs/lockctl.md). `run` otherwise exits with the child's code,
 // or 128+N when the child was killed by signal N, as shells do.
 const (
 	ExitOK          = 0

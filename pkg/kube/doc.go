@@ -26,5 +26,5 @@
 // properties are not all in force) gives ErrNotReady at once, never a hang.
 //
 // The pod's ServiceAccount needs get, list and watch on distributedlocks in
-// its namespace and get on the referenced Secret; see README "Pods".
+// its namespace and get on the referenced Secret; see docs/library.md ("Pods: pkg/kube").
 package kube

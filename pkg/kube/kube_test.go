@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 }
 
 // podConfig returns a rest.Config that acts as a pod's ServiceAccount holding
-// only the Role the README documents: get/list/watch on distributedlocks and
+// only the Role docs/library.md documents: get/list/watch on distributedlocks and
 // get on the one Secret. The tests prove that Role is enough.
 func podConfig(t *testing.T, env *kubetest.Env, ns string, secrets ...string) *rest.Config {
 	t.Helper()
