@@ -52,7 +52,7 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(h.ctx())
+	releaseAtEnd(t, lease)
 	h.waitFor("sharded", "the holder observed on the slot's master", holderIs("indexer", lease.Fence()))
 	// The slot's master really holds the key.
 	owner := cl.Masters[slices.IndexFunc(cl.Masters, func(s *redistest.Server) bool { return s.Addr() == dl.Status.Master })]

@@ -95,7 +95,7 @@ func (r *DistributedLockReconciler) secretValue(ctx context.Context, ns string, 
 	if err := r.kube.Get(ctx, nn, meta); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.secrets.drop(nn)
-			return nil, fmt.Errorf("Secret %s not found", nn)
+			return nil, fmt.Errorf("the Secret %s does not exist", nn)
 		}
 		return nil, fmt.Errorf("reading Secret %s: %w", nn, err)
 	}
@@ -105,7 +105,7 @@ func (r *DistributedLockReconciler) secretValue(ctx context.Context, ns string, 
 		if err := r.apiReader.Get(ctx, nn, &s); err != nil {
 			if apierrors.IsNotFound(err) {
 				r.secrets.drop(nn)
-				return nil, fmt.Errorf("Secret %s not found", nn)
+				return nil, fmt.Errorf("the Secret %s does not exist", nn)
 			}
 			return nil, fmt.Errorf("reading Secret %s: %w", nn, err)
 		}
@@ -115,7 +115,7 @@ func (r *DistributedLockReconciler) secretValue(ctx context.Context, ns string, 
 	}
 	v, ok := data[ref.Key]
 	if !ok {
-		return nil, fmt.Errorf("Secret %s has no key %q", nn, ref.Key)
+		return nil, fmt.Errorf("the Secret %s has no key %q", nn, ref.Key)
 	}
 	return v, nil
 }

@@ -31,7 +31,7 @@ func TestDeletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(h.ctx())
+	releaseAtEnd(t, lease)
 	h.waitFor("doomed", "the holder observed", holderIs("survivor", lease.Fence()))
 	if h.pool.Len() != 1 {
 		t.Errorf("%d pooled clients, want 1", h.pool.Len())

@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -226,7 +225,7 @@ func (r *DistributedLockReconciler) forget(ctx context.Context, nn types.Namespa
 
 func (r *DistributedLockReconciler) now() time.Time { return r.opts.Clock.Now() }
 
-// requeueAfter is the probe interval (with up to 10% jitter so that many
+// requeueAfter is the probe interval (plus 5 to 10% jitter so that many
 // locks do not probe in step) for a Ready lock, and a backoff from one
 // second up to the probe interval for a lock that is not.
 func (r *DistributedLockReconciler) requeueAfter(st *lockState, ready bool) time.Duration {
@@ -234,7 +233,7 @@ func (r *DistributedLockReconciler) requeueAfter(st *lockState, ready bool) time
 	st.retry.Min, st.retry.Max = time.Second, interval
 	if ready {
 		st.retry.Reset()
-		return interval + time.Duration(rand.Int64N(int64(interval)/10+1))
+		return interval + backoff.Jitter(interval/10)
 	}
 	return st.retry.Step()
 }

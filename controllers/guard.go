@@ -67,74 +67,110 @@ func (r *DistributedLockReconciler) guardReplicas(ctx context.Context, rd *round
 		r.guards.drop(nn)
 	}
 
-	var (
-		failReason string
-		failures   []string
-		conflicts  []string
-	)
-	addFailure := func(reason, msg string) {
-		// ConfigUnavailable first, then GuardMissing, then ReplicasInsufficient.
-		if failReason == "" || guardRank(reason) < guardRank(failReason) {
-			failReason = reason
-		}
-		failures = append(failures, msg)
-	}
+	var v guardVerdict
 	for _, m := range rd.masters {
-		inForce := redisprobe.ReplicaSettings{}
-		if want.MinReplicasToWrite > 0 {
-			cfg, err := readConfig(ctx, m)
+		r.guardMaster(ctx, rd, m, want, waitFor, manage, &v)
+	}
+	rd.guard = v.result(want, waitFor, masterList(rd.masters))
+}
+
+// guardMaster checks the guard on one master m, applying it first when
+// manage is set, and that enough of m's replicas are connected; it records
+// what falls short in v.
+func (r *DistributedLockReconciler) guardMaster(ctx context.Context, rd *round, m *endpoint, want redisprobe.ReplicaSettings, waitFor int, manage bool, v *guardVerdict) {
+	inForce := redisprobe.ReplicaSettings{}
+	if want.MinReplicasToWrite > 0 {
+		var ok bool
+		if inForce, ok = r.guardInForce(ctx, rd, m, want, manage, v); !ok {
+			return
+		}
+	}
+	need, lag := replicasNeeded(want, waitFor, inForce)
+	if good := goodReplicas(m, lag); good < need {
+		v.fail(v1alpha1.ReasonReplicasInsufficient, fmt.Sprintf("%s has %d replica(s) online within %ds of lag, %d needed: writes (and acquires) fail", m.addr, good, lag, need))
+	}
+}
+
+// guardInForce returns the replica settings in force on m once they are
+// checked (and, with manage, applied to the strictest that any lock wants
+// of m). It returns false, having recorded why in v, when they cannot be
+// read or applied, or are weaker than want.
+func (r *DistributedLockReconciler) guardInForce(ctx context.Context, rd *round, m *endpoint, want redisprobe.ReplicaSettings, manage bool, v *guardVerdict) (redisprobe.ReplicaSettings, bool) {
+	cfg, err := readConfig(ctx, m)
+	if err != nil {
+		v.fail(configFailure(m, err))
+		return redisprobe.ReplicaSettings{}, false
+	}
+	inForce := cfg.Replica
+	if manage {
+		eff, others := r.guards.effective(m.info.RunID, types.NamespacedName{Namespace: rd.dl.Namespace, Name: rd.dl.Name})
+		if len(others) > 0 {
+			v.conflicts = append(v.conflicts, fmt.Sprintf("%s: other locks ask for different settings (%s); the stricter %s applies", m.addr, strings.Join(others, ", "), eff))
+		}
+		if inForce != eff {
+			applied, err := r.applyGuard(ctx, rd, m, inForce, eff)
 			if err != nil {
-				addFailure(configFailure(m, err))
-				continue
+				v.fail(configFailure(m, err))
+				return inForce, false
 			}
-			inForce = cfg.Replica
-			if manage {
-				eff, others := r.guards.effective(m.info.RunID, nn)
-				if len(others) > 0 {
-					conflicts = append(conflicts, fmt.Sprintf("%s: other locks ask for different settings (%s); the stricter %s applies", m.addr, strings.Join(others, ", "), eff))
-				}
-				if inForce != eff {
-					if applied, err := r.applyGuard(ctx, rd, m, inForce, eff); err != nil {
-						addFailure(configFailure(m, err))
-						continue
-					} else {
-						inForce = applied
-					}
-				}
-			}
-			if !inForce.AtLeast(want) {
-				msg := fmt.Sprintf("%s has %s, weaker than the requested %s", m.addr, inForce, want)
-				if !manage {
-					msg += " (spec.safety.manageReplicaSettings is false: set it, or configure the server)"
-				}
-				addFailure(v1alpha1.ReasonGuardMissing, msg)
-				continue
-			}
-		}
-		need := max(waitFor, want.MinReplicasToWrite)
-		if inForce.Enforced() {
-			need = max(need, inForce.MinReplicasToWrite)
-		}
-		lag := want.MinReplicasMaxLag
-		if inForce.Enforced() {
-			lag = inForce.MinReplicasMaxLag
-		}
-		if good := goodReplicas(m, lag); good < need {
-			addFailure(v1alpha1.ReasonReplicasInsufficient, fmt.Sprintf("%s has %d replica(s) online within %ds of lag, %d needed: writes (and acquires) fail", m.addr, good, lag, need))
+			inForce = applied
 		}
 	}
+	if !inForce.AtLeast(want) {
+		msg := fmt.Sprintf("%s has %s, weaker than the requested %s", m.addr, inForce, want)
+		if !manage {
+			msg += " (spec.safety.manageReplicaSettings is false: set it, or configure the server)"
+		}
+		v.fail(v1alpha1.ReasonGuardMissing, msg)
+		return inForce, false
+	}
+	return inForce, true
+}
+
+// replicasNeeded is how many replicas a master needs online, and within
+// how many seconds of lag: enough for waitForReplicas and the requested
+// guard, and for the guard in force when Redis enforces it (whose lag is
+// then the one Redis counts with).
+func replicasNeeded(want redisprobe.ReplicaSettings, waitFor int, inForce redisprobe.ReplicaSettings) (need, lag int) {
+	need = max(waitFor, want.MinReplicasToWrite)
+	lag = want.MinReplicasMaxLag
+	if inForce.Enforced() {
+		need = max(need, inForce.MinReplicasToWrite)
+		lag = inForce.MinReplicasMaxLag
+	}
+	return need, lag
+}
+
+// guardVerdict collects what guardMaster found on each master.
+type guardVerdict struct {
+	// failReason is the most important reason among failures (guardRank).
+	failReason string
+	failures   []string
+	// conflicts are masters where other locks want different settings.
+	conflicts []string
+}
+
+// fail records a master that falls short, for reason.
+func (v *guardVerdict) fail(reason, msg string) {
+	// ConfigUnavailable first, then GuardMissing, then ReplicasInsufficient.
+	if v.failReason == "" || guardRank(reason) < guardRank(v.failReason) {
+		v.failReason = reason
+	}
+	v.failures = append(v.failures, msg)
+}
+
+// result is ReplicationGuarded: False with the failures, else True with the
+// conflicts, else True with what is in force on masters.
+func (v *guardVerdict) result(want redisprobe.ReplicaSettings, waitFor int, masters string) conditionResult {
 	switch {
-	case failReason != "":
-		rd.guard = result(metav1.ConditionFalse, failReason, strings.Join(failures, "; "))
-	case len(conflicts) > 0:
-		rd.guard = result(metav1.ConditionTrue, v1alpha1.ReasonSettingsConflict, "the guard is in force, stricter than requested: "+strings.Join(conflicts, "; "))
-	default:
-		msg := fmt.Sprintf("%s in force on %s", want, masterList(rd.masters))
-		if want.MinReplicasToWrite == 0 {
-			msg = fmt.Sprintf("%d replica(s) connected for waitForReplicas on %s", waitFor, masterList(rd.masters))
-		}
-		rd.guard = result(metav1.ConditionTrue, v1alpha1.ReasonGuardApplied, msg)
+	case v.failReason != "":
+		return result(metav1.ConditionFalse, v.failReason, strings.Join(v.failures, "; "))
+	case len(v.conflicts) > 0:
+		return result(metav1.ConditionTrue, v1alpha1.ReasonSettingsConflict, "the guard is in force, stricter than requested: "+strings.Join(v.conflicts, "; "))
+	case want.MinReplicasToWrite == 0:
+		return result(metav1.ConditionTrue, v1alpha1.ReasonGuardApplied, fmt.Sprintf("%d replica(s) connected for waitForReplicas on %s", waitFor, masters))
 	}
+	return result(metav1.ConditionTrue, v1alpha1.ReasonGuardApplied, fmt.Sprintf("%s in force on %s", want, masters))
 }
 
 // applyGuard sets eff on m unless that would loosen the server's settings

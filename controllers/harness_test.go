@@ -302,8 +302,8 @@ func newLogSink() *logSink {
 	return &logSink{mu: &sync.Mutex{}, lines: &[]string{}}
 }
 
-func (s *logSink) Init(logr.RuntimeInfo)  {}
-func (s *logSink) Enabled(level int) bool { return true }
+func (s *logSink) Init(logr.RuntimeInfo) {}
+func (s *logSink) Enabled(int) bool      { return true }
 
 func (s *logSink) Info(level int, msg string, kv ...any) {
 	s.add(fmt.Sprintf("V(%d) %s %q %v %v", level, s.name, msg, s.kv, kv))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,109 +27,29 @@ const maxIdentity = 512
 // value), keeps fenceHighWater, and raises any existing counter found below
 // it. When the servers cannot be read the previous holder stays in status.
 func (r *DistributedLockReconciler) observeHolder(ctx context.Context, rd *round) {
-	log := logf.FromContext(ctx)
-	sources := rd.masters
-	if rd.dl.Spec.Redis.Mode != v1alpha1.RedisModeRedlock {
-		sources = nil
-		if rd.master != nil {
-			sources = []*endpoint{rd.master}
-		}
-	}
+	redlock := rd.dl.Spec.Redis.Mode == v1alpha1.RedisModeRedlock
+	sources := holderSources(rd)
 	if len(sources) == 0 {
 		return
 	}
-	type read struct {
-		e   *endpoint
-		h   protocol.Holder
-		err error
-	}
-	reads := make([]read, len(sources))
-	var wg sync.WaitGroup
-	for i, e := range sources {
-		wg.Go(func() {
-			h, err := protocol.ReadHolder(ctx, e.client, rd.key)
-			reads[i] = read{e: e, h: h, err: err}
-		})
-	}
-	wg.Wait()
-
-	ok := reads[:0:0]
-	for _, rr := range reads {
-		if rr.err != nil {
-			log.V(1).Info("cannot read the lock key", "server", rr.e.addr, "error", rr.err.Error())
-			continue
-		}
-		ok = append(ok, rr)
-	}
-	if len(ok) == 0 || (rd.dl.Spec.Redis.Mode != v1alpha1.RedisModeRedlock && len(ok) != len(reads)) {
+	ok := usableReads(ctx, readHolders(ctx, sources, rd.key), redlock)
+	if len(ok) == 0 {
 		return
 	}
-
-	// Who holds it: on one master, whoever's value is there; on Redlock
-	// nodes, an identity present on a quorum of them (a minority is an
-	// attempt that failed or a lease running out).
-	identity, held := "", false
-	counts := map[string]int{}
-	for _, rr := range ok {
-		if rr.h.Held {
-			id := rr.h.Identity
-			if id == "" {
-				id = unrecognizedHolder
-			}
-			if len(id) > maxIdentity {
-				id = id[:maxIdentity]
-			}
-			counts[id]++
-		}
-	}
 	need := 1
-	if rd.dl.Spec.Redis.Mode == v1alpha1.RedisModeRedlock {
+	if redlock {
 		need = int(rd.quorumN)
 	}
-	for id, n := range counts {
-		if n >= need && (!held || id < identity) {
-			identity, held = id, true
-		}
-	}
+	identity, held := electHolder(ok, need)
 
 	prev := rd.dl.Status
-	prevHW := prev.FenceHighWater
-	highWater := prevHW
-	var maxFence uint64
-	fenceSeen := false
+	highWater := prev.FenceHighWater
+	maxFence, fenceSeen := uint64(0), false
 	fencing := rd.dl.Spec.FencingEnabled()
 	if fencing {
-		for _, rr := range ok {
-			if rr.h.FenceSet {
-				fenceSeen = true
-				maxFence = max(maxFence, rr.h.Fence)
-			}
-		}
+		maxFence, fenceSeen = highestFence(ok)
 		highWater = max(highWater, clampInt64(maxFence))
-		// A counter below what was seen before (a clock went back, a
-		// failover lost increments) goes up to the high-water mark, so the
-		// next acquisition gets a fence above every fence seen. A missing
-		// counter is left alone: the acquire script starts it from the
-		// server clock, which is above fences this controller never saw.
-		for _, rr := range ok {
-			if !rr.h.FenceSet || clampInt64(rr.h.Fence) >= prevHW {
-				continue
-			}
-			raised, err := protocol.RaiseFence(ctx, rr.e.client, rd.key, uint64(highWater))
-			if err != nil {
-				log.Info("cannot raise the fence counter", "server", rr.e.addr, "error", err.Error())
-				continue
-			}
-			if !raised {
-				continue
-			}
-			fenceFloorRaised.Inc()
-			note := fmt.Sprintf("fence counter %s on %s was %d, below fenceHighWater %d (a clock went back or a failover lost increments): raised to %d, so the next lease gets a fence above every fence seen",
-				protocol.FenceKey(rd.key), rr.e.addr, rr.h.Fence, prevHW, highWater)
-			rd.raised = append(rd.raised, note)
-			log.Info("raised the fence floor", "server", rr.e.addr, "was", rr.h.Fence, "now", highWater)
-			r.recorder.Eventf(rd.dl, nil, corev1.EventTypeWarning, v1alpha1.ReasonFenceFloorRaised, "RaiseFence", "%s", note)
-		}
+		r.raiseFenceFloors(ctx, rd, ok, prev.FenceHighWater, highWater)
 	}
 
 	rd.holderRead = true
@@ -141,17 +62,157 @@ func (r *DistributedLockReconciler) observeHolder(ctx context.Context, rd *round
 	if fencing && fenceSeen {
 		fence = clampInt64(maxFence)
 	}
-	if p := prev.Holder; p != nil && p.Identity == identity {
-		h := *p
-		// The same identity with a counter above everything seen before
-		// took a new lease.
+	rd.holder = nextHolder(prev.Holder, identity, fence, prev.FenceHighWater, rd.now)
+}
+
+// holderSources are the servers that take the lock's writes: every Redlock
+// node, else the master (none when it is unknown).
+func holderSources(rd *round) []*endpoint {
+	switch {
+	case rd.dl.Spec.Redis.Mode == v1alpha1.RedisModeRedlock:
+		return rd.masters
+	case rd.master != nil:
+		return []*endpoint{rd.master}
+	}
+	return nil
+}
+
+// holderRead is what one server says about the lock key.
+type holderRead struct {
+	e   *endpoint
+	h   protocol.Holder
+	err error
+}
+
+// readHolders reads key on every source concurrently.
+func readHolders(ctx context.Context, sources []*endpoint, key string) []holderRead {
+	reads := make([]holderRead, len(sources))
+	var wg sync.WaitGroup
+	for i, e := range sources {
+		wg.Go(func() {
+			h, err := protocol.ReadHolder(ctx, e.client, key)
+			reads[i] = holderRead{e: e, h: h, err: err}
+		})
+	}
+	wg.Wait()
+	return reads
+}
+
+// usableReads returns the reads that succeeded, logging the others; none
+// when nothing succeeded or, outside Redlock, when any read failed.
+func usableReads(ctx context.Context, reads []holderRead, redlock bool) []holderRead {
+	log := logf.FromContext(ctx)
+	ok := reads[:0:0]
+	for _, rr := range reads {
+		if rr.err != nil {
+			log.V(1).Info("cannot read the lock key", "server", rr.e.addr, "error", rr.err.Error())
+			continue
+		}
+		ok = append(ok, rr)
+	}
+	if !redlock && len(ok) != len(reads) {
+		return nil
+	}
+	return ok
+}
+
+// electHolder names who holds the lock: an identity present on at least
+// need of the reads (on one master, whoever's value is there; on Redlock
+// nodes a quorum, as a minority is an attempt that failed or a lease
+// running out). A value this library did not write counts as
+// unrecognizedHolder; identities are cut to the schema's bound. Of several
+// qualifying identities the smallest wins, so the answer is stable.
+func electHolder(reads []holderRead, need int) (identity string, held bool) {
+	counts := map[string]int{}
+	for _, rr := range reads {
+		if !rr.h.Held {
+			continue
+		}
+		id := rr.h.Identity
+		if id == "" {
+			id = unrecognizedHolder
+		}
+		if len(id) > maxIdentity {
+			id = id[:maxIdentity]
+		}
+		counts[id]++
+	}
+	for id, n := range counts {
+		if n >= need && (!held || id < identity) {
+			identity, held = id, true
+		}
+	}
+	return identity, held
+}
+
+// highestFence returns the largest fence counter among the reads, and
+// whether any read found a counter at all.
+func highestFence(reads []holderRead) (highest uint64, seen bool) {
+	for _, rr := range reads {
+		if rr.h.FenceSet {
+			seen = true
+			highest = max(highest, rr.h.Fence)
+		}
+	}
+	return highest, seen
+}
+
+// raiseFenceFloors raises every counter read below prevHW (a clock went
+// back, a failover lost increments) to highWater, so the next acquisition
+// gets a fence above every fence seen. A missing counter is left alone: the
+// acquire script starts it from the server clock, which is above fences
+// this controller never saw.
+func (r *DistributedLockReconciler) raiseFenceFloors(ctx context.Context, rd *round, reads []holderRead, prevHW, highWater int64) {
+	if prevHW <= 0 {
+		return // no counter is below 0: nothing to raise
+	}
+	log := logf.FromContext(ctx)
+	floor := uint64(max(highWater, prevHW)) // highWater ≥ prevHW > 0 already; max keeps the bound visible
+	for _, rr := range reads {
+		if !rr.h.FenceSet || clampInt64(rr.h.Fence) >= prevHW {
+			continue
+		}
+		raised, err := protocol.RaiseFence(ctx, rr.e.client, rd.key, floor)
+		if err != nil {
+			log.Info("cannot raise the fence counter", "server", rr.e.addr, "error", err.Error())
+			continue
+		}
+		if !raised {
+			continue
+		}
+		fenceFloorRaised.Inc()
+		note := fmt.Sprintf("fence counter %s on %s was %d, below fenceHighWater %d (a clock went back or a failover lost increments): raised to %d, so the next lease gets a fence above every fence seen",
+			protocol.FenceKey(rd.key), rr.e.addr, rr.h.Fence, prevHW, highWater)
+		rd.raised = append(rd.raised, note)
+		log.Info("raised the fence floor", "server", rr.e.addr, "was", rr.h.Fence, "now", highWater)
+		r.recorder.Eventf(rd.dl, nil, corev1.EventTypeWarning, v1alpha1.ReasonFenceFloorRaised, "RaiseFence", "%s", note)
+	}
+}
+
+// nextHolder is status.holder for identity holding the lock with fence
+// (0 when unknown), given the previous one: the same identity keeps its
+// since, and takes the new fence only when it is above prevHW (a new lease);
+// another identity starts at now.
+func nextHolder(prev *v1alpha1.LockHolder, identity string, fence, prevHW int64, now time.Time) *v1alpha1.LockHolder {
+	if prev != nil && prev.Identity == identity {
+		h := *prev
 		if fence > prevHW {
 			h.Fence = fence
 		}
-		rd.holder = &h
-		return
+		return &h
 	}
-	rd.holder = &v1alpha1.LockHolder{Identity: identity, Fence: fence, Since: metav1.NewTime(rd.now)}
+	return &v1alpha1.LockHolder{Identity: identity, Fence: fence, Since: metav1.NewTime(now)}
+}
+
+// clampInt32 is n, or the nearest int32 when n is outside their range.
+func clampInt32(n int) int32 {
+	switch {
+	case n > math.MaxInt32:
+		return math.MaxInt32
+	case n < math.MinInt32:
+		return math.MinInt32
+	}
+	return int32(n)
 }
 
 func clampInt64(v uint64) int64 {

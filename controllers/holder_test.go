@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,17 +35,31 @@ func newLocker(t *testing.T, c redis.UniversalClient, opts ...lock.Option) *lock
 	return l
 }
 
+// releaseAtEnd releases lease when the test ends (before its Locker and the
+// servers started earlier are closed), failing the test on any error but
+// ErrLeaseLost and ErrReleased: a lease the test lost or ended on purpose.
+func releaseAtEnd(t *testing.T, lease *lock.Lease) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := lease.Release(ctx); err != nil && !errors.Is(err, lock.ErrLeaseLost) && !errors.Is(err, lock.ErrReleased) {
+			t.Errorf("Release %q: %v", lease.Key(), err)
+		}
+	})
+}
+
 func holderIs(identity string, fence uint64) func(*v1alpha1.DistributedLock) error {
 	return func(dl *v1alpha1.DistributedLock) error {
 		h := dl.Status.Holder
 		switch {
 		case h == nil:
 			return errors.New("no holder in status")
-		case h.Identity != identity || uint64(h.Fence) != fence:
+		case h.Identity != identity || h.Fence != clampInt64(fence):
 			return fmt.Errorf("holder %s fence %d, want %s fence %d", h.Identity, h.Fence, identity, fence)
 		case h.Since.IsZero():
 			return errors.New("holder.since is not set")
-		case uint64(dl.Status.FenceHighWater) < fence:
+		case dl.Status.FenceHighWater < clampInt64(fence):
 			return fmt.Errorf("fenceHighWater %d below the holder's fence %d", dl.Status.FenceHighWater, fence)
 		}
 		return nil
@@ -121,7 +136,7 @@ func TestHolder(t *testing.T) {
 		}
 		return nil
 	})
-	if uint64(dl.Status.FenceHighWater) != lease.Fence() {
+	if dl.Status.FenceHighWater != clampInt64(lease.Fence()) {
 		t.Errorf("fenceHighWater %d, want the last fence %d", dl.Status.FenceHighWater, lease.Fence())
 	}
 }
@@ -172,7 +187,7 @@ func TestFenceFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(h.ctx())
+	releaseAtEnd(t, lease)
 	if lease.Fence() <= top {
 		t.Errorf("next fence %d is not above every fence seen %v", lease.Fence(), seen)
 	}
@@ -192,7 +207,7 @@ func TestIdleReconcilesDoNotWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(h.ctx())
+	releaseAtEnd(t, lease)
 	dl := h.waitFor("idle", "Ready with the holder", func(dl *v1alpha1.DistributedLock) error {
 		if err := isReady(dl); err != nil {
 			return err

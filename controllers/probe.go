@@ -105,107 +105,160 @@ func probeResult(err error) string {
 
 // pickMaster finds the server(s) that take the lock's writes.
 func (r *DistributedLockReconciler) pickMaster(_ context.Context, rd *round) {
+	var p masterPick
 	switch rd.dl.Spec.Redis.Mode {
 	case v1alpha1.RedisModeStandalone:
-		e := rd.endpoints[0]
-		rd.masterAddr = e.addr
-		switch {
-		case !e.reachable():
-			rd.masterReason, rd.masterMessage = unreachableReason(e)
-		case e.info.Role != redisprobe.RoleMaster:
-			rd.masterReason = v1alpha1.ReasonMasterUnknown
-			rd.masterMessage = fmt.Sprintf("%s is a %s, not a master: Standalone mode needs a server that takes writes (for a master with replicas use Replicated mode)", e.addr, roleWord(e))
-		default:
-			rd.master = e
-		}
+		p = pickStandalone(rd.endpoints[0])
 	case v1alpha1.RedisModeReplicated:
-		var masters []*endpoint
-		runIDs := map[string]bool{}
-		for _, e := range rd.endpoints {
-			if e.isMaster() && !runIDs[e.info.RunID] {
-				runIDs[e.info.RunID] = true
-				masters = append(masters, e)
-			}
-		}
-		switch len(masters) {
-		case 1:
-			rd.master = masters[0]
-		case 0:
-			if reason, msg, ok := unreachableSummary(rd.endpoints, "server"); ok {
-				rd.masterReason, rd.masterMessage = reason, msg
-			} else {
-				rd.masterReason = v1alpha1.ReasonMasterUnknown
-				rd.masterMessage = "no reachable server is a master"
-			}
-		default:
-			var addrs []string
-			for _, m := range masters {
-				addrs = append(addrs, m.addr)
-			}
-			rd.masterReason = v1alpha1.ReasonMasterUnknown
-			rd.masterMessage = fmt.Sprintf("%d servers claim to be master (%s): locks on either could be lost", len(masters), listAddrs(addrs))
-		}
+		p = pickReplicated(rd.endpoints)
 	case v1alpha1.RedisModeSentinel:
-		rd.masterAddr = rd.sentinelMaster
-		e := rd.find(rd.sentinelMaster)
+		p = pickSentinel(rd.sentinelMaster, rd.find(rd.sentinelMaster))
+	case v1alpha1.RedisModeCluster:
+		p = pickCluster(rd.shards, rd.slot, rd.find)
+	case v1alpha1.RedisModeRedlock:
+		p = pickRedlock(rd.endpoints)
+	}
+	rd.master, rd.masterAddr, rd.masters = p.master, p.addr, p.masters
+	rd.masterReason, rd.masterMessage = p.reason, p.message
+}
+
+// masterPick is what pickMaster found: the master that takes the lock's
+// writes, status.master, every server that takes writes, or why there is
+// no master.
+type masterPick struct {
+	master          *endpoint
+	addr            string
+	masters         []*endpoint
+	reason, message string
+}
+
+// single is the pick of master m alone, or of none (addr kept) when m is nil.
+func single(m *endpoint, addr string) masterPick {
+	if m == nil {
+		return masterPick{addr: addr}
+	}
+	return masterPick{master: m, addr: m.addr, masters: []*endpoint{m}}
+}
+
+// pickStandalone: the one server, if it answers as a master.
+func pickStandalone(e *endpoint) masterPick {
+	switch {
+	case !e.reachable():
+		p := single(nil, e.addr)
+		p.reason, p.message = unreachableReason(e)
+		return p
+	case e.info.Role != redisprobe.RoleMaster:
+		p := single(nil, e.addr)
+		p.reason = v1alpha1.ReasonMasterUnknown
+		p.message = fmt.Sprintf("%s is a %s, not a master: Standalone mode needs a server that takes writes (for a master with replicas use Replicated mode)", e.addr, roleWord(e))
+		return p
+	}
+	return single(e, e.addr)
+}
+
+// pickReplicated: the one server (by run_id) that answers as a master.
+func pickReplicated(eps []*endpoint) masterPick {
+	var masters []*endpoint
+	runIDs := map[string]bool{}
+	for _, e := range eps {
+		if e.isMaster() && !runIDs[e.info.RunID] {
+			runIDs[e.info.RunID] = true
+			masters = append(masters, e)
+		}
+	}
+	p := single(nil, "")
+	switch len(masters) {
+	case 1:
+		return single(masters[0], "")
+	case 0:
+		if reason, msg, ok := unreachableSummary(eps, "server"); ok {
+			p.reason, p.message = reason, msg
+		} else {
+			p.reason, p.message = v1alpha1.ReasonMasterUnknown, "no reachable server is a master"
+		}
+	default:
+		var addrs []string
+		for _, m := range masters {
+			addrs = append(addrs, m.addr)
+		}
+		p.reason = v1alpha1.ReasonMasterUnknown
+		p.message = fmt.Sprintf("%d servers claim to be master (%s): locks on either could be lost", len(masters), listAddrs(addrs))
+	}
+	return p
+}
+
+// pickSentinel: the master the Sentinels name (addr; e is its probe, nil
+// when the Sentinels named none), if it answers as a master.
+func pickSentinel(addr string, e *endpoint) masterPick {
+	p := single(nil, addr)
+	switch {
+	case e == nil:
+		p.reason, p.message = v1alpha1.ReasonMasterUnknown, "the Sentinels named no master"
+	case !e.reachable():
+		p.reason, p.message = unreachableReason(e)
+		p.message = "the master the Sentinels name: " + p.message
+	case e.info.Role != redisprobe.RoleMaster:
+		p.reason = v1alpha1.ReasonMasterUnknown
+		p.message = fmt.Sprintf("the Sentinels name %s, which reports role %s (a failover in progress?)", e.addr, roleWord(e))
+	default:
+		return single(e, addr)
+	}
+	return p
+}
+
+// pickCluster: every shard's master, each of which must answer as a
+// healthy master, and the one serving the key's slot (-1: unknown). find
+// returns the probe of an address.
+func pickCluster(shards []redisprobe.Shard, slot int, find func(string) *endpoint) masterPick {
+	var (
+		p        masterPick
+		problems []string
+		reason   string
+	)
+	for _, sh := range shards {
+		e := find(sh.Master)
 		switch {
 		case e == nil:
-			rd.masterReason, rd.masterMessage = v1alpha1.ReasonMasterUnknown, "the Sentinels named no master"
+			problems = append(problems, fmt.Sprintf("a shard (slots %s) has no master", slotRanges(sh.Slots)))
+			reason = firstNonEmpty(reason, v1alpha1.ReasonMasterUnknown)
 		case !e.reachable():
-			rd.masterReason, rd.masterMessage = unreachableReason(e)
-			rd.masterMessage = "the master the Sentinels name: " + rd.masterMessage
-		case e.info.Role != redisprobe.RoleMaster:
-			rd.masterReason = v1alpha1.ReasonMasterUnknown
-			rd.masterMessage = fmt.Sprintf("the Sentinels name %s, which reports role %s (a failover in progress?)", e.addr, roleWord(e))
+			rs, msg := unreachableReason(e)
+			problems = append(problems, msg)
+			reason = firstNonEmpty(reason, rs)
+		case e.info.Role != redisprobe.RoleMaster || !sh.MasterHealthy:
+			problems = append(problems, fmt.Sprintf("master %s is failing or reports role %s", e.addr, roleWord(e)))
+			reason = firstNonEmpty(reason, v1alpha1.ReasonMasterUnknown)
 		default:
-			rd.master = e
-		}
-	case v1alpha1.RedisModeCluster:
-		var problems []string
-		reason := ""
-		for _, sh := range rd.shards {
-			e := rd.find(sh.Master)
-			switch {
-			case e == nil:
-				problems = append(problems, fmt.Sprintf("a shard (slots %s) has no master", slotRanges(sh.Slots)))
-				reason = firstNonEmpty(reason, v1alpha1.ReasonMasterUnknown)
-			case !e.reachable():
-				rs, msg := unreachableReason(e)
-				problems = append(problems, msg)
-				reason = firstNonEmpty(reason, rs)
-			case e.info.Role != redisprobe.RoleMaster || !sh.MasterHealthy:
-				problems = append(problems, fmt.Sprintf("master %s is failing or reports role %s", e.addr, roleWord(e)))
-				reason = firstNonEmpty(reason, v1alpha1.ReasonMasterUnknown)
-			default:
-				rd.masters = append(rd.masters, e)
-				if rd.slot >= 0 && sh.Serves(rd.slot) {
-					rd.master, rd.masterAddr = e, e.addr
-				}
+			p.masters = append(p.masters, e)
+			if slot >= 0 && sh.Serves(slot) {
+				p.master, p.addr = e, e.addr
 			}
 		}
-		if len(problems) == 0 && rd.master == nil {
-			if rd.slot < 0 {
-				problems, reason = append(problems, "CLUSTER KEYSLOT failed: the key's master is unknown"), v1alpha1.ReasonMasterUnknown
-			} else {
-				problems, reason = append(problems, fmt.Sprintf("no master serves the key's slot %d", rd.slot)), v1alpha1.ReasonMasterUnknown
-			}
-		}
-		if len(problems) > 0 {
-			rd.masterReason, rd.masterMessage = reason, strings.Join(problems, "; ")
-		}
-		return
-	case v1alpha1.RedisModeRedlock:
-		for _, e := range rd.endpoints {
-			if e.isMaster() {
-				rd.masters = append(rd.masters, e)
-			}
-		}
-		return
 	}
-	if rd.master != nil {
-		rd.masters = []*endpoint{rd.master}
-		rd.masterAddr = rd.master.addr
+	if len(problems) == 0 && p.master == nil {
+		reason = v1alpha1.ReasonMasterUnknown
+		if slot < 0 {
+			problems = append(problems, "CLUSTER KEYSLOT failed: the key's master is unknown")
+		} else {
+			problems = append(problems, fmt.Sprintf("no master serves the key's slot %d", slot))
+		}
 	}
+	if len(problems) > 0 {
+		p.reason, p.message = reason, strings.Join(problems, "; ")
+	}
+	return p
+}
+
+// pickRedlock: every node that answers as a master; Redlock has no one
+// master.
+func pickRedlock(eps []*endpoint) masterPick {
+	var p masterPick
+	for _, e := range eps {
+		if e.isMaster() {
+			p.masters = append(p.masters, e)
+		}
+	}
+	return p
 }
 
 func (rd *round) find(addr string) *endpoint {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,10 +14,12 @@ import (
 // redlockQuorum is the number of nodes a Redlock lease needs: a majority,
 // len/2+1, of the spec's addresses, however many of them answer (an
 // unreachable node is a failed vote, never a smaller quorum). It is 0 for a
-// spec without a usable node list (see specProblem), which has no quorum.
+// spec without a usable node list (see specProblem), which has no quorum,
+// and for one too long to count in an int32 (the API server bounds the list
+// far below that).
 func redlockQuorum(r *v1alpha1.RedisSpec) int32 {
 	n := len(r.Addresses)
-	if r.Service != nil || n < 3 || n%2 == 0 {
+	if r.Service != nil || n < 3 || n%2 == 0 || n > math.MaxInt32 {
 		return 0
 	}
 	return int32(n/2 + 1)

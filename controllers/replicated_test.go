@@ -84,8 +84,11 @@ func TestReplicated(t *testing.T) {
 	}
 	h.eventually("drift repaired", func() error {
 		tw, _, err := replicaSettings(ctx, admin)
-		if err != nil || tw != "1" {
-			return fmt.Errorf("min-replicas-to-write %q (%v)", tw, err)
+		if err != nil {
+			return fmt.Errorf("reading min-replicas-to-write: %w", err)
+		}
+		if tw != "1" {
+			return fmt.Errorf("min-replicas-to-write %q", tw)
 		}
 		return nil
 	})

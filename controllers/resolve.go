@@ -61,7 +61,7 @@ func (r *DistributedLockReconciler) serviceAddresses(ctx context.Context, ns str
 	var svc corev1.Service
 	if err := r.kube.Get(ctx, nn, &svc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("Service %s not found", nn)
+			return nil, fmt.Errorf("the Service %s does not exist", nn)
 		}
 		return nil, fmt.Errorf("reading Service %s: %w", nn, err)
 	}
@@ -73,7 +73,7 @@ func (r *DistributedLockReconciler) serviceAddresses(ctx context.Context, ns str
 		}
 	}
 	if !found {
-		return nil, fmt.Errorf("Service %s has no port %d", nn, ref.Port)
+		return nil, fmt.Errorf("the Service %s has no port %d", nn, ref.Port)
 	}
 	var list discoveryv1.EndpointSliceList
 	if err := r.kube.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: ref.Name}); err != nil {
@@ -103,7 +103,7 @@ func (r *DistributedLockReconciler) serviceAddresses(ctx context.Context, ns str
 	slices.Sort(addrs)
 	addrs = slices.Compact(addrs)
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("Service %s has no ready endpoint for port %d", nn, ref.Port)
+		return nil, fmt.Errorf("the Service %s has no ready endpoint for port %d", nn, ref.Port)
 	}
 	return addrs, nil
 }

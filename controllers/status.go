@@ -155,7 +155,7 @@ func endpointStatuses(rd *round) []v1alpha1.EndpointStatus {
 			switch e.info.Role {
 			case redisprobe.RoleMaster:
 				es.Role = v1alpha1.EndpointRoleMaster
-				es.ConnectedReplicas = ptr.To(int32(e.info.ConnectedReplicas))
+				es.ConnectedReplicas = ptr.To(clampInt32(e.info.ConnectedReplicas))
 			case redisprobe.RoleReplica:
 				es.Role = v1alpha1.EndpointRoleReplica
 			case redisprobe.RoleSentinel:

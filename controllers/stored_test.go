@@ -3,8 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,7 +108,7 @@ func legacyEnv(t *testing.T, drop ...string) *kubetest.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(root, "config", "crd", "bases", "redlease.io_distributedlocks.yaml"))
+	b, err := fs.ReadFile(os.DirFS(root), "config/crd/bases/redlease.io_distributedlocks.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

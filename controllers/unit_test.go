@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redisprobe"
 )
 
@@ -98,12 +99,18 @@ func TestGuardRegistry(t *testing.T) {
 	if g.allSeen([]types.NamespacedName{a, c}) {
 		t.Errorf("c was forgotten, allSeen still counts it as seen")
 	}
+}
 
-	// Wishes on one server merge field by field: the most replicas and the
-	// tightest (non-zero) lag, whichever locks they come from; every lock on
-	// that server gets the same result, and the ones that asked for
-	// something else are reported, sorted.
-	g = newGuardRegistry()
+// TestGuardRegistryMerges: wishes on one server merge field by field: the
+// most replicas and the tightest (non-zero) lag, whichever locks they come
+// from; every lock on that server gets the same result, and the ones that
+// asked for something else are reported, sorted.
+func TestGuardRegistryMerges(t *testing.T) {
+	g := newGuardRegistry()
+	a, b, c := types.NamespacedName{Name: "a"}, types.NamespacedName{Name: "b"}, types.NamespacedName{Name: "c"}
+	s := func(w, l int) redisprobe.ReplicaSettings {
+		return redisprobe.ReplicaSettings{MinReplicasToWrite: w, MinReplicasMaxLag: l}
+	}
 	d, e := types.NamespacedName{Namespace: "ns", Name: "d"}, types.NamespacedName{Namespace: "ns", Name: "e"}
 	g.set(a, s(1, 10), []string{"run1"})
 	g.set(b, s(3, 30), []string{"run1"})
@@ -213,4 +220,195 @@ func withRenewal(ttl, renew time.Duration) v1alpha1.DistributedLockSpec {
 		s.RenewInterval = &metav1.Duration{Duration: renew}
 	}
 	return s
+}
+
+// TestElectHolder: on one server whoever's value is there holds the lock;
+// on Redlock nodes only an identity on a quorum of them does.
+func TestElectHolder(t *testing.T) {
+	held := func(id string) holderRead { return holderRead{h: protocol.Holder{Held: true, Identity: id}} }
+	free := holderRead{}
+	long := strings.Repeat("x", maxIdentity+10)
+	for _, c := range []struct {
+		name     string
+		reads    []holderRead
+		need     int
+		identity string
+		held     bool
+	}{
+		{"free", []holderRead{free}, 1, "", false},
+		{"held", []holderRead{held("pod-a")}, 1, "pod-a", true},
+		{"a value this library did not write", []holderRead{held("")}, 1, unrecognizedHolder, true},
+		{"an identity over the schema's bound", []holderRead{held(long)}, 1, long[:maxIdentity], true},
+		{"redlock: a quorum", []holderRead{held("pod-a"), held("pod-a"), free}, 2, "pod-a", true},
+		{"redlock: a minority", []holderRead{held("pod-a"), free, free}, 2, "", false},
+		{"redlock: split, no quorum", []holderRead{held("pod-a"), held("pod-b"), free}, 2, "", false},
+		{"two qualify: the smaller wins", []holderRead{held("pod-b"), held("pod-a")}, 1, "pod-a", true},
+	} {
+		identity, held := electHolder(c.reads, c.need)
+		if identity != c.identity || held != c.held {
+			t.Errorf("%s: electHolder = %q, %v; want %q, %v", c.name, identity, held, c.identity, c.held)
+		}
+	}
+}
+
+// TestHighestFence: the largest counter read, and whether any was read.
+func TestHighestFence(t *testing.T) {
+	fence := func(f uint64) holderRead { return holderRead{h: protocol.Holder{FenceSet: true, Fence: f}} }
+	if f, seen := highestFence([]holderRead{{}, {}}); f != 0 || seen {
+		t.Errorf("no counters: %d, %v", f, seen)
+	}
+	if f, seen := highestFence([]holderRead{fence(7), {}, fence(42), fence(3)}); f != 42 || !seen {
+		t.Errorf("counters 7, 42, 3: %d, %v; want 42, true", f, seen)
+	}
+}
+
+// TestNextHolder: the same identity keeps its since and takes a fence above
+// the high-water mark (a new lease); another identity starts now.
+func TestNextHolder(t *testing.T) {
+	then, now := time.Unix(1000, 0), time.Unix(2000, 0)
+	prev := &v1alpha1.LockHolder{Identity: "pod-a", Fence: 10, Since: metav1.NewTime(then)}
+	for _, c := range []struct {
+		name     string
+		prev     *v1alpha1.LockHolder
+		identity string
+		fence    int64
+		want     v1alpha1.LockHolder
+	}{
+		{"first holder", nil, "pod-a", 10, v1alpha1.LockHolder{Identity: "pod-a", Fence: 10, Since: metav1.NewTime(now)}},
+		{"same holder renewing", prev, "pod-a", 10, *prev},
+		{"same identity, a new lease", prev, "pod-a", 12, v1alpha1.LockHolder{Identity: "pod-a", Fence: 12, Since: metav1.NewTime(then)}},
+		{"same identity, fence unknown", prev, "pod-a", 0, *prev},
+		{"another holder", prev, "pod-b", 12, v1alpha1.LockHolder{Identity: "pod-b", Fence: 12, Since: metav1.NewTime(now)}},
+	} {
+		got := nextHolder(c.prev, c.identity, c.fence, 10, now)
+		if *got != c.want {
+			t.Errorf("%s: nextHolder = %+v, want %+v", c.name, *got, c.want)
+		}
+		if c.prev != nil && got == c.prev {
+			t.Errorf("%s: nextHolder returned the previous holder itself, not a copy", c.name)
+		}
+	}
+}
+
+// TestReplicasNeeded: enough replicas for waitForReplicas and the requested
+// guard, and for the guard in force when Redis enforces it, whose lag then
+// counts.
+func TestReplicasNeeded(t *testing.T) {
+	s := func(w, l int) redisprobe.ReplicaSettings {
+		return redisprobe.ReplicaSettings{MinReplicasToWrite: w, MinReplicasMaxLag: l}
+	}
+	for _, c := range []struct {
+		name      string
+		want      redisprobe.ReplicaSettings
+		waitFor   int
+		inForce   redisprobe.ReplicaSettings
+		need, lag int
+	}{
+		{name: "waitForReplicas only", want: s(0, 10), waitFor: 2, need: 2, lag: 10},
+		{name: "the requested guard", want: s(1, 10), inForce: s(1, 10), need: 1, lag: 10},
+		{name: "waitForReplicas above the guard", want: s(1, 10), waitFor: 3, inForce: s(1, 10), need: 3, lag: 10},
+		{name: "a stricter guard in force", want: s(1, 10), inForce: s(2, 5), need: 2, lag: 5},
+		{name: "a guard Redis does not enforce", want: s(1, 10), inForce: s(4, 0), need: 1, lag: 10},
+	} {
+		need, lag := replicasNeeded(c.want, c.waitFor, c.inForce)
+		if need != c.need || lag != c.lag {
+			t.Errorf("%s: replicasNeeded = %d within %ds, want %d within %ds", c.name, need, lag, c.need, c.lag)
+		}
+	}
+}
+
+// TestGuardVerdict: the most important failure reason wins; conflicts
+// alone still mean the guard is in force.
+func TestGuardVerdict(t *testing.T) {
+	want := redisprobe.ReplicaSettings{MinReplicasToWrite: 1, MinReplicasMaxLag: 10}
+	var v guardVerdict
+	if got := v.result(want, 0, "m:1"); got.status != metav1.ConditionTrue || got.reason != v1alpha1.ReasonGuardApplied || got.message != want.String()+" in force on m:1" {
+		t.Errorf("no failures = %+v", got)
+	}
+	if got := v.result(redisprobe.ReplicaSettings{}, 2, "m:1"); got.reason != v1alpha1.ReasonGuardApplied || got.message != "2 replica(s) connected for waitForReplicas on m:1" {
+		t.Errorf("waitForReplicas only = %+v", got)
+	}
+	v.conflicts = append(v.conflicts, "m:1: others")
+	if got := v.result(want, 0, "m:1"); got.status != metav1.ConditionTrue || got.reason != v1alpha1.ReasonSettingsConflict {
+		t.Errorf("a conflict = %+v", got)
+	}
+	v.fail(v1alpha1.ReasonReplicasInsufficient, "m:1 short")
+	v.fail(v1alpha1.ReasonGuardMissing, "m:2 weak")
+	v.fail(v1alpha1.ReasonReplicasInsufficient, "m:3 short")
+	if got := v.result(want, 0, "m:1"); got.status != metav1.ConditionFalse || got.reason != v1alpha1.ReasonGuardMissing || got.message != "m:1 short; m:2 weak; m:3 short" {
+		t.Errorf("failures = %+v, want GuardMissing with every failure", got)
+	}
+	v.fail(v1alpha1.ReasonConfigUnavailable, "m:4 no CONFIG")
+	if got := v.result(want, 0, "m:1"); got.reason != v1alpha1.ReasonConfigUnavailable {
+		t.Errorf("with CONFIG unavailable = %+v", got)
+	}
+}
+
+// TestPickMaster: which server takes the lock's writes in each mode, and
+// why there is none.
+func TestPickMaster(t *testing.T) {
+	master := func(addr, runID string) *endpoint {
+		return &endpoint{addr: addr, probed: true, info: redisprobe.ServerInfo{Role: redisprobe.RoleMaster, RunID: runID}}
+	}
+	replica := func(addr string) *endpoint {
+		return &endpoint{addr: addr, probed: true, info: redisprobe.ServerInfo{Role: redisprobe.RoleReplica, RunID: "rep-" + addr}}
+	}
+	down := func(addr string) *endpoint {
+		return &endpoint{addr: addr, probed: true, err: errors.New("connection refused")}
+	}
+	m1, m2, r1, d1 := master("m1:6379", "run1"), master("m2:6379", "run2"), replica("r1:6379"), down("d1:6379")
+	m1again := master("localhost:6379", "run1")
+	find := func(eps ...*endpoint) func(string) *endpoint {
+		return func(addr string) *endpoint {
+			for _, e := range eps {
+				if e.addr == addr {
+					return e
+				}
+			}
+			return nil
+		}
+	}
+	shard := func(m string, healthy bool, lo, hi int) redisprobe.Shard {
+		return redisprobe.Shard{Master: m, MasterHealthy: healthy, Slots: [][2]int{{lo, hi}}}
+	}
+	for _, c := range []struct {
+		name    string
+		pick    masterPick
+		master  *endpoint
+		addr    string
+		masters []*endpoint
+		reason  string
+	}{
+		{"standalone", pickStandalone(m1), m1, m1.addr, []*endpoint{m1}, ""},
+		{"standalone, unreachable", pickStandalone(d1), nil, d1.addr, nil, v1alpha1.ReasonEndpointUnreachable},
+		{"standalone, a replica", pickStandalone(r1), nil, r1.addr, nil, v1alpha1.ReasonMasterUnknown},
+		{"replicated", pickReplicated([]*endpoint{r1, m1, d1}), m1, m1.addr, []*endpoint{m1}, ""},
+		{"replicated, one master under two names", pickReplicated([]*endpoint{m1, m1again, r1}), m1, m1.addr, []*endpoint{m1}, ""},
+		{"replicated, two masters", pickReplicated([]*endpoint{m1, m2}), nil, "", nil, v1alpha1.ReasonMasterUnknown},
+		{"replicated, no master", pickReplicated([]*endpoint{r1}), nil, "", nil, v1alpha1.ReasonMasterUnknown},
+		{"replicated, nothing answers", pickReplicated([]*endpoint{d1}), nil, "", nil, v1alpha1.ReasonEndpointUnreachable},
+		{"sentinel", pickSentinel(m1.addr, m1), m1, m1.addr, []*endpoint{m1}, ""},
+		{"sentinel, no master named", pickSentinel("", nil), nil, "", nil, v1alpha1.ReasonMasterUnknown},
+		{"sentinel, master down", pickSentinel(d1.addr, d1), nil, d1.addr, nil, v1alpha1.ReasonEndpointUnreachable},
+		{"sentinel, a failover in progress", pickSentinel(r1.addr, r1), nil, r1.addr, nil, v1alpha1.ReasonMasterUnknown},
+		{"cluster", pickCluster([]redisprobe.Shard{shard(m1.addr, true, 0, 8191), shard(m2.addr, true, 8192, 16383)}, 9000, find(m1, m2)),
+			m2, m2.addr, []*endpoint{m1, m2}, ""},
+		{"cluster, a failing master", pickCluster([]redisprobe.Shard{shard(m1.addr, true, 0, 8191), shard(m2.addr, false, 8192, 16383)}, 100, find(m1, m2)),
+			m1, m1.addr, []*endpoint{m1}, v1alpha1.ReasonMasterUnknown},
+		{"cluster, a shard without master", pickCluster([]redisprobe.Shard{shard(m1.addr, true, 0, 8191), shard("", false, 8192, 16383)}, 100, find(m1)),
+			m1, m1.addr, []*endpoint{m1}, v1alpha1.ReasonMasterUnknown},
+		{"cluster, a master down", pickCluster([]redisprobe.Shard{shard(d1.addr, true, 0, 16383)}, 100, find(d1)),
+			nil, "", nil, v1alpha1.ReasonEndpointUnreachable},
+		{"cluster, slot unknown", pickCluster([]redisprobe.Shard{shard(m1.addr, true, 0, 16383)}, -1, find(m1)),
+			nil, "", []*endpoint{m1}, v1alpha1.ReasonMasterUnknown},
+		{"cluster, slot not served", pickCluster([]redisprobe.Shard{shard(m1.addr, true, 0, 8191)}, 9000, find(m1)),
+			nil, "", []*endpoint{m1}, v1alpha1.ReasonMasterUnknown},
+		{"redlock", pickRedlock([]*endpoint{m1, d1, r1, m2}), nil, "", []*endpoint{m1, m2}, ""},
+	} {
+		p := c.pick
+		if p.master != c.master || p.addr != c.addr || !slices.Equal(p.masters, c.masters) || p.reason != c.reason || (p.reason == "") != (p.message == "") {
+			t.Errorf("%s: master %v, addr %q, masters %v, reason %q (%s); want %v, %q, %v, %q",
+				c.name, p.master, p.addr, p.masters, p.reason, p.message, c.master, c.addr, c.masters, c.reason)
+		}
+	}
 }

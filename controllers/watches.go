@@ -23,7 +23,7 @@ import (
 // EndpointSlice or Secret finds the locks that reference it without a scan.
 const (
 	indexService = "spec.redis.service.name"
-	indexSecret  = "spec.redis.secretRefs"
+	indexSecret  = "spec.redis.secretRefs" //nolint:gosec // G101: a field index name, not a credential
 )
 
 // SetupWithManager registers the field indexes and the controller: it
