@@ -101,3 +101,39 @@ func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) 
 		t.Fatalf("%s did not happen within %v", what, d)
 	}
 }
+
+// acquireInBackground starts l.Acquire(ctx, key) in a goroutine. The channel
+// receives the time it got the lease (which it then releases) or is closed
+// without a value when Acquire failed (reported with t.Error).
+func acquireInBackground(ctx context.Context, t *testing.T, l *lock.Locker, key string) <-chan time.Time {
+	t.Helper()
+	got := make(chan time.Time, 1)
+	go func() {
+		next, err := l.Acquire(ctx, key)
+		if err != nil {
+			t.Error(err)
+			close(got)
+			return
+		}
+		got <- time.Now()
+		_ = next.Release(ctx) // races the end of the test (the Locker's Close): the outcome is not checked here
+	}()
+	return got
+}
+
+// expectHandoff fails the test unless got delivers within bound of released,
+// waiting at most giveUp; slow and lost describe the two failures.
+func expectHandoff(t *testing.T, got <-chan time.Time, released time.Time, bound, giveUp time.Duration, slow, lost string) {
+	t.Helper()
+	select {
+	case at, ok := <-got:
+		if !ok {
+			return // Acquire failed: already reported
+		}
+		if d := at.Sub(released); d > bound {
+			t.Fatalf("%s: took %v after the release (bound %v)", slow, d, bound)
+		}
+	case <-time.After(giveUp):
+		t.Fatal(lost)
+	}
+}

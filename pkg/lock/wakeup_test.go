@@ -105,17 +105,7 @@ func TestWaiterGivingUpAfterAWakeUpPassesItOn(t *testing.T) {
 		first <- err
 	}()
 	time.Sleep(200 * time.Millisecond) // the first waiter is in line
-	second := make(chan time.Time, 1)
-	go func() {
-		next, err := waiters.Acquire(ctx, "passed-on")
-		if err != nil {
-			t.Error(err)
-			close(second)
-			return
-		}
-		second <- time.Now()
-		_ = next.Release(ctx) // races the end of the test (the Locker's Close): the outcome is not checked here
-	}()
+	second := acquireInBackground(ctx, t, waiters, "passed-on")
 	time.Sleep(200 * time.Millisecond) // and the second behind it
 	released := time.Now()
 	if err := lease.Release(ctx); err != nil {
@@ -124,17 +114,8 @@ func TestWaiterGivingUpAfterAWakeUpPassesItOn(t *testing.T) {
 	if err := <-first; !errors.Is(err, context.Canceled) {
 		t.Fatalf("first waiter = %v, want context.Canceled", err)
 	}
-	select {
-	case at, ok := <-second:
-		if !ok {
-			return
-		}
-		if d := at.Sub(released); d > time.Second {
-			t.Fatalf("the second waiter took the lock %v after the release: the wake-up was not passed on", d)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the second waiter slept on: the wake-up the first one took was lost")
-	}
+	expectHandoff(t, second, released, time.Second, 15*time.Second,
+		"the wake-up was not passed on to the second waiter", "the second waiter slept on: the wake-up the first one took was lost")
 }
 
 // A release published while the subscription's connection was down is
@@ -150,17 +131,7 @@ func TestReconnectedSubscriptionWakesAWaiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan time.Time, 1)
-	go func() {
-		next, err := waiter.Acquire(ctx, "reconnect")
-		if err != nil {
-			t.Error(err)
-			close(got)
-			return
-		}
-		got <- time.Now()
-		_ = next.Release(ctx) // races the end of the test (waiter's Close): the outcome is not checked here
-	}()
+	got := acquireInBackground(ctx, t, waiter, "reconnect")
 	time.Sleep(300 * time.Millisecond) // subscribed, sleeping on the 20 s TTL
 	// Cut the subscription and release before it is back: the message is lost.
 	if err := admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
@@ -170,16 +141,7 @@ func TestReconnectedSubscriptionWakesAWaiter(t *testing.T) {
 	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case at, ok := <-got:
-		if !ok {
-			return
-		}
-		// Expected: the reconnect delay (about 100 ms).
-		if d := at.Sub(released); d > 3*time.Second {
-			t.Fatalf("the waiter took %v after the release", d)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter slept on after its subscription reconnected: the missed release was never noticed")
-	}
+	// Expected: the reconnect delay (about 100 ms).
+	expectHandoff(t, got, released, 3*time.Second, 10*time.Second,
+		"the waiter after its subscription reconnected", "the waiter slept on after its subscription reconnected: the missed release was never noticed")
 }
