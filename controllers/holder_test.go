@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,44 +9,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
-func newLocker(t *testing.T, c redis.UniversalClient, opts ...lock.Option) *lock.Locker {
-	t.Helper()
-	l, err := lock.New(c, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil && !errors.Is(err, lock.ErrClosed) {
-			t.Errorf("closing the Locker: %v", err)
-		}
-	})
-	return l
-}
+// newLocker is the shared lease helper.
+var newLocker = locktest.New
 
-// releaseAtEnd releases lease when the test ends (before its Locker and the
-// servers started earlier are closed), failing the test on any error but
-// ErrLeaseLost and ErrReleased: a lease the test lost or ended on purpose.
-func releaseAtEnd(t *testing.T, lease *lock.Lease) {
-	t.Helper()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := lease.Release(ctx); err != nil && !errors.Is(err, lock.ErrLeaseLost) && !errors.Is(err, lock.ErrReleased) {
-			t.Errorf("Release %q: %v", lease.Key(), err)
-		}
-	})
-}
+// releaseAtEnd is the shared lease helper.
+var releaseAtEnd = locktest.ReleaseAtEnd
 
 func holderIs(identity string, fence uint64) func(*v1alpha1.DistributedLock) error {
 	return func(dl *v1alpha1.DistributedLock) error {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/kubetest"
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/kube"
 	"github.com/redlease/redlease/pkg/lock"
@@ -115,19 +116,8 @@ func newKubeLocker(t *testing.T, cfg *rest.Config, ns, name string, opts ...lock
 	return l
 }
 
-// releaseAtEnd releases lease when the test ends (before its Locker and the
-// servers started earlier are closed), failing the test on any error but
-// ErrLeaseLost and ErrReleased: a lease the test lost or ended on purpose.
-func releaseAtEnd(t *testing.T, lease *lock.Lease) {
-	t.Helper()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := lease.Release(ctx); err != nil && !errors.Is(err, lock.ErrLeaseLost) && !errors.Is(err, lock.ErrReleased) {
-			t.Errorf("Release %q: %v", lease.Key(), err)
-		}
-	})
-}
+// releaseAtEnd is the shared lease helper.
+var releaseAtEnd = locktest.ReleaseAtEnd
 
 func TestLockerUsesTheResourcesKeyAndSettings(t *testing.T) {
 	env := kubetest.Shared(t)

@@ -2,7 +2,6 @@ package lock_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -46,34 +46,11 @@ func startRedis(t *testing.T) (*redistest.Server, *redis.Client) {
 	return srv, srv.Client(t)
 }
 
-// newLocker returns a Locker closed at the end of the test.
-func newLocker(t testing.TB, client redis.UniversalClient, opts ...lock.Option) *lock.Locker {
-	t.Helper()
-	l, err := lock.New(client, opts...)
-	if err != nil {
-		t.Fatalf("lock.New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil && !errors.Is(err, lock.ErrClosed) {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return l
-}
-
-// releaseAtEnd releases lease when the test ends (before the Lockers and
-// servers started earlier are closed), failing the test on any error but
-// ErrLeaseLost and ErrReleased: a lease the test lost or ended on purpose.
-func releaseAtEnd(t testing.TB, lease *lock.Lease) {
-	t.Helper()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := lease.Release(ctx); err != nil && !errors.Is(err, lock.ErrLeaseLost) && !errors.Is(err, lock.ErrReleased) {
-			t.Errorf("Release %q: %v", lease.Key(), err)
-		}
-	})
-}
+// newLocker and releaseAtEnd are the shared lease helpers.
+var (
+	newLocker    = locktest.New
+	releaseAtEnd = locktest.ReleaseAtEnd
+)
 
 // closeAtEnd closes c when the test ends and fails the test if that fails.
 func closeAtEnd(t testing.TB, c io.Closer) {

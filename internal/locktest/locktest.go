@@ -1,0 +1,57 @@
+// Package locktest holds the lease helpers the tests of several packages
+// share: Lockers closed and leases released when a test ends, with their
+// errors checked instead of dropped.
+package locktest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// New returns a Locker on client, closed when t ends (an error from Close
+// fails the test).
+func New(t testing.TB, client redis.UniversalClient, opts ...lock.Option) *lock.Locker {
+	t.Helper()
+	l, err := lock.New(client, opts...)
+	return closedAtEnd(t, l, err)
+}
+
+// NewRedlock returns a Redlock Locker over clients, closed when t ends.
+func NewRedlock(t testing.TB, clients []redis.UniversalClient, opts ...lock.Option) *lock.Locker {
+	t.Helper()
+	l, err := lock.NewRedlock(clients, opts...)
+	return closedAtEnd(t, l, err)
+}
+
+func closedAtEnd(t testing.TB, l *lock.Locker, err error) *lock.Locker {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("creating the Locker: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil && !errors.Is(err, lock.ErrClosed) {
+			t.Errorf("closing the Locker: %v", err)
+		}
+	})
+	return l
+}
+
+// ReleaseAtEnd releases lease when t ends (before the Lockers and servers
+// started earlier are closed), failing the test on any error but
+// ErrLeaseLost and ErrReleased: a lease the test lost or ended on purpose.
+func ReleaseAtEnd(t testing.TB, lease *lock.Lease) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := lease.Release(ctx); err != nil && !errors.Is(err, lock.ErrLeaseLost) && !errors.Is(err, lock.ErrReleased) {
+			t.Errorf("Release %q: %v", lease.Key(), err)
+		}
+	})
+}
