@@ -93,7 +93,7 @@ func NewDistributedLockReconciler(c client.Client, apiReader client.Reader, reco
 	return &DistributedLockReconciler{
 		kube:      c,
 		apiReader: apiReader,
-		recorder:  recorder,
+		recorder:  boundedRecorder{recorder},
 		opts:      opts,
 		guards:    newGuardRegistry(),
 		secrets:   newSecretCache(),

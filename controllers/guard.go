@@ -164,9 +164,9 @@ func (v *guardVerdict) fail(reason, msg string) {
 func (v *guardVerdict) result(want redisprobe.ReplicaSettings, waitFor int, masters string) conditionResult {
 	switch {
 	case v.failReason != "":
-		return result(metav1.ConditionFalse, v.failReason, strings.Join(v.failures, "; "))
+		return result(metav1.ConditionFalse, v.failReason, joinList(v.failures))
 	case len(v.conflicts) > 0:
-		return result(metav1.ConditionTrue, v1alpha1.ReasonSettingsConflict, "the guard is in force, stricter than requested: "+strings.Join(v.conflicts, "; "))
+		return result(metav1.ConditionTrue, v1alpha1.ReasonSettingsConflict, "the guard is in force, stricter than requested: "+joinList(v.conflicts))
 	case want.MinReplicasToWrite == 0:
 		return result(metav1.ConditionTrue, v1alpha1.ReasonGuardApplied, fmt.Sprintf("%d replica(s) connected for waitForReplicas on %s", waitFor, masters))
 	}

@@ -244,7 +244,7 @@ func pickCluster(shards []redisprobe.Shard, slot int, find func(string) *endpoin
 		}
 	}
 	if len(problems) > 0 {
-		p.reason, p.message = reason, strings.Join(problems, "; ")
+		p.reason, p.message = reason, joinList(problems)
 	}
 	return p
 }

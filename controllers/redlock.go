@@ -149,7 +149,7 @@ func unreachableList(eps []*endpoint) (reason, text string) {
 	if reason == "" && len(down) > 0 {
 		reason = v1alpha1.ReasonEndpointUnreachable
 	}
-	return reason, strings.Join(down, "; ")
+	return reason, joinList(down)
 }
 
 func short(id string) string {

@@ -146,7 +146,7 @@ func (r *DistributedLockReconciler) resolveSentinel(ctx context.Context, rd *rou
 		if reason, msg, ok := unreachableSummary(rd.sentinels, "Sentinel"); ok {
 			rd.fail(reason, msg)
 		} else {
-			rd.fail(v1alpha1.ReasonEndpointsUnresolved, fmt.Sprintf("no Sentinel named the master %q: %s", s.MasterName, strings.Join(errs, "; ")))
+			rd.fail(v1alpha1.ReasonEndpointsUnresolved, fmt.Sprintf("no Sentinel named the master %q: %s", s.MasterName, joinList(errs)))
 		}
 		return false
 	}
@@ -186,7 +186,7 @@ func (r *DistributedLockReconciler) resolveCluster(ctx context.Context, rd *roun
 		if reason, msg, ok := unreachableSummary(seedEPs, "Cluster seed"); ok {
 			rd.fail(reason, msg)
 		} else {
-			rd.fail(v1alpha1.ReasonEndpointsUnresolved, "no Cluster seed answered CLUSTER SHARDS: "+strings.Join(errs, "; "))
+			rd.fail(v1alpha1.ReasonEndpointsUnresolved, "no Cluster seed answered CLUSTER SHARDS: "+joinList(errs))
 		}
 		return false
 	}
@@ -227,9 +227,9 @@ func unreachableSummary(eps []*endpoint, what string) (reason, message string, o
 		}
 	}
 	if len(auth) > 0 {
-		return v1alpha1.ReasonAuthFailed, fmt.Sprintf("no %s accepted the credentials: %s", what, strings.Join(auth, "; ")), true
+		return v1alpha1.ReasonAuthFailed, fmt.Sprintf("no %s accepted the credentials: %s", what, joinList(auth)), true
 	}
-	return v1alpha1.ReasonEndpointUnreachable, fmt.Sprintf("no %s answered: %s", what, strings.Join(down, "; ")), true
+	return v1alpha1.ReasonEndpointUnreachable, fmt.Sprintf("no %s answered: %s", what, joinList(down)), true
 }
 
 // listAddrs joins at most five addresses for a message.

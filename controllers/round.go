@@ -68,12 +68,12 @@ type conditionResult struct {
 }
 
 func result(status metav1.ConditionStatus, reason, message string) conditionResult {
-	return conditionResult{set: true, status: status, reason: reason, message: message}
+	return conditionResult{set: true, status: status, reason: reason, message: capMessage(message)}
 }
 
 // fail records a problem that stops the round.
 func (rd *round) fail(reason, message string) {
-	rd.failReason, rd.failMessage = reason, message
+	rd.failReason, rd.failMessage = reason, capMessage(message)
 }
 
 // endpoint is one server the round talks to.

@@ -125,7 +125,7 @@ func endpointsResolved(rd *round) conditionResult {
 		if auth {
 			reason = v1alpha1.ReasonAuthFailed
 		}
-		return result(metav1.ConditionFalse, reason, fmt.Sprintf("%d of %d endpoint(s) do not answer: %s", len(down), len(all), strings.Join(down, "; ")))
+		return result(metav1.ConditionFalse, reason, fmt.Sprintf("%d of %d endpoint(s) do not answer: %s", len(down), len(all), joinList(down)))
 	}
 	var parts []string
 	for _, role := range []string{string(redisprobe.RoleMaster), string(redisprobe.RoleReplica), string(redisprobe.RoleSentinel), "unknown"} {
