@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // replicationTimeout bounds the wait for replicas to finish their first sync.
@@ -62,6 +65,38 @@ func replicating(ctx context.Context, master *Server, replicas []*Server) error 
 	}
 	if got := info["connected_slaves"]; got != strconv.Itoa(len(replicas)) {
 		return fmt.Errorf("%s: connected_slaves %s, want %d", master, got, len(replicas))
+	}
+	// After a diskless sync the master counts a replica online (and WAIT
+	// counts its acknowledgements) only from its first REPLCONF ACK, up to
+	// a second later: a test's first WAIT must not race it.
+	for i := range replicas {
+		if slave := info["slave"+strconv.Itoa(i)]; !strings.Contains(slave, "state=online") {
+			return fmt.Errorf("%s: replica %d is %q, not online yet", master, i, slave)
+		}
+	}
+	return acknowledging(ctx, master, len(replicas))
+}
+
+// acknowledging returns nil once n replicas acknowledge a write of the
+// master's (WAIT on the writing connection, in one pipeline).
+func acknowledging(ctx context.Context, master *Server, n int) error {
+	c := master.adminClient()
+	defer func() { _ = c.Close() }()
+	var wait *redis.Cmd
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "redistest:sync", "1", time.Second)
+		wait = p.Do(ctx, "wait", n, 100)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: a write for WAIT: %w", master, err)
+	}
+	acked, err := wait.Int64()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: WAIT: %w", master, err)
+	case acked < int64(n):
+		return fmt.Errorf("%s: %d of %d replicas acknowledge writes yet", master, acked, n)
 	}
 	return nil
 }

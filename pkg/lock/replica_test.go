@@ -92,13 +92,15 @@ func TestRenewalUnderReplicaAckNeverOutlivesTheReplica(t *testing.T) {
 func TestRenewalUnderReplicaAckExtendsWhenAcknowledged(t *testing.T) {
 	g := redistest.StartReplicated(t, 1)
 	ctx := ctxTimeout(t, 30*time.Second)
-	l := newLocker(t, g.Master.Client(t), lock.WithTTL(600*time.Millisecond), lock.WithReplicaAck(1, time.Second))
-	lease, err := l.TryAcquire(ctx, "watched")
+	// A TTL far above a WAIT round on a loaded machine; Acquire retries an
+	// attempt whose WAIT took longer than its validity.
+	l := newLocker(t, g.Master.Client(t), lock.WithTTL(2*time.Second), lock.WithReplicaAck(1, 500*time.Millisecond))
+	lease, err := l.Acquire(ctx, "watched")
 	if err != nil {
 		t.Fatal(err)
 	}
 	releaseAtEnd(t, lease)
-	time.Sleep(2 * time.Second) // three TTLs: only acknowledged renewals keep it
+	time.Sleep(5 * time.Second) // two and a half TTLs: only acknowledged renewals keep it
 	if err := lease.Err(); err != nil {
 		t.Fatalf("lease lost with a healthy replica: %v", err)
 	}
