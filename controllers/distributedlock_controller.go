@@ -114,7 +114,13 @@ func (r *DistributedLockReconciler) Reconcile(ctx context.Context, req reconcile
 		}
 		return reconcile.Result{}, fmt.Errorf("reading DistributedLock %s: %w", req.NamespacedName, err)
 	}
-	st := r.state.get(req.NamespacedName, dl.UID)
+	st, replaced := r.state.get(req.NamespacedName, dl.UID)
+	if replaced != nil {
+		// Deleted and re-created under the same name between two
+		// reconciles: the old incarnation is gone as surely as after a
+		// NotFound, with its pooled clients and its Deleted Event.
+		r.retire(ctx, req.NamespacedName, replaced)
+	}
 	orig := dl.DeepCopy()
 
 	key := dl.Spec.Key
@@ -202,11 +208,20 @@ func (r *DistributedLockReconciler) observe(ctx context.Context, rd *round) {
 // memory, and say in an Event that Redis was left alone.
 func (r *DistributedLockReconciler) forget(ctx context.Context, nn types.NamespacedName) {
 	st, ok := r.state.remove(nn)
-	r.guards.forget(nn)
-	r.updateGauges()
 	if !ok {
+		r.guards.forget(nn)
+		r.updateGauges()
 		return
 	}
+	r.retire(ctx, nn, st)
+}
+
+// retire ends one incarnation of nn (st, by its UID): its pooled clients
+// are released, its guard wishes dropped, and an Event says Redis was
+// left alone.
+func (r *DistributedLockReconciler) retire(ctx context.Context, nn types.NamespacedName, st *lockState) {
+	r.guards.forget(nn)
+	r.updateGauges()
 	r.opts.Pool.Release(string(st.uid))
 	logf.FromContext(ctx).Info("DistributedLock deleted; Redis left alone: live leases run to their TTL, the fence counter and replica settings stay", "key", st.getKey())
 	r.emitDeleted(nn, st)
@@ -249,16 +264,19 @@ func newStateStore() *stateStore {
 }
 
 // get returns the state of nn, starting afresh when the UID changed (the
-// lock was deleted and re-created under the same name).
-func (s *stateStore) get(nn types.NamespacedName, uid types.UID) *lockState {
+// lock was deleted and re-created under the same name); replaced is then
+// the previous incarnation's state, for the caller to retire.
+func (s *stateStore) get(nn types.NamespacedName, uid types.UID) (st, replaced *lockState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.locks[nn]
-	if st == nil || st.uid != uid {
-		st = &lockState{uid: uid}
-		s.locks[nn] = st
+	st = s.locks[nn]
+	if st != nil && st.uid == uid {
+		return st, nil
 	}
-	return st
+	replaced = st
+	st = &lockState{uid: uid}
+	s.locks[nn] = st
+	return st, replaced
 }
 
 func (s *stateStore) remove(nn types.NamespacedName) (*lockState, bool) {
