@@ -2,7 +2,6 @@ package lockctl_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -179,16 +179,12 @@ func TestStopSignalsCancelTheWait(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			srv := redistest.StartStandalone(t)
-			holder, err := lock.New(srv.Client(t), lock.WithTTL(30*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = holder.Close() }()
+			holder := locktest.New(t, srv.Client(t), lock.WithTTL(30*time.Second))
 			lease, err := holder.TryAcquire(t.Context(), "held")
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer func() { _ = lease.Release(context.Background()) }()
+			locktest.ReleaseAtEnd(t, lease)
 			ran := filepath.Join(t.TempDir(), "ran")
 			cmd := program(t.Context(), binary, "run", "--redis", redisURL(srv), "--key", "held", "--", "touch", ran)
 			var stderr bytes.Buffer

@@ -27,6 +27,7 @@ import (
 
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/kubetest"
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -113,16 +114,12 @@ func TestRunGivesTheChildItsLockButNotTheValueAndPassesItsExitCode(t *testing.T)
 
 func TestExitCodes(t *testing.T) {
 	srv := redistest.StartStandalone(t)
-	holder, err := lock.New(srv.Client(t), lock.WithTTL(30*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = holder.Close() }()
+	holder := locktest.New(t, srv.Client(t), lock.WithTTL(30*time.Second))
 	lease, err := holder.TryAcquire(t.Context(), "held")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = lease.Release(context.Background()) }() // the server goes with the test anyway
+	locktest.ReleaseAtEnd(t, lease)
 	url := redisURL(srv)
 
 	for _, tt := range []struct {
