@@ -29,49 +29,40 @@ import (
 // file) can use it when spec.ttl is nil.
 const DefaultTTL = 30 * time.Second
 
-// RedisMode is the Redis topology a DistributedLock runs on.
-// +kubebuilder:validation:Enum=Standalone;Replicated;Sentinel;Cluster;Redlock
-type RedisMode string
-
-const (
-	// RedisModeStandalone is one Redis server without replicas.
-	RedisModeStandalone RedisMode = "Standalone"
-	// RedisModeReplicated is one master with replicas, without Sentinel; the
-	// controller finds the master among the addresses (INFO replication) and
-	// publishes it in status.master.
-	RedisModeReplicated RedisMode = "Replicated"
-	// RedisModeSentinel is a master with replicas watched by Redis Sentinel;
-	// the servers are found through spec.redis.sentinel.
-	RedisModeSentinel RedisMode = "Sentinel"
-	// RedisModeCluster is a Redis Cluster; addresses are seed nodes.
-	RedisModeCluster RedisMode = "Cluster"
-	// RedisModeRedlock is the Redlock algorithm on an odd number (3, 5,
-	// 7...) of independent Redis servers; a lease needs a majority of them.
-	RedisModeRedlock RedisMode = "Redlock"
-)
-
 // DistributedLockSpec defines the desired state of DistributedLock.
 //
-// The lock's identity (key, redis.mode, redis.db, redis.addresses,
-// redis.service, redis.sentinel.masterName) is immutable: changing it while
-// leases are held would give holders on the old key or servers and holders
-// on the new ones at once. The transition rules sit at spec level so that
-// adding or removing an optional field counts as a change too; an absent db
-// equals its default 0. Moving a lock means deleting and re-creating it.
+// A lock lives either on a store (storeRef: a LockStore of its namespace or
+// a ClusterLockStore the platform team shares) or on Redis servers it names
+// itself (redis, the inline form: an anonymous store of its own). Exactly
+// one of the two is set.
 //
+// The lock's identity (key, storeRef, and the topology identity of an
+// inline redis block, see RedisSpec) is immutable: changing it while leases
+// are held would give holders on the old key or servers and holders on the
+// new ones at once. The transition rules sit at spec level so that adding
+// or removing an optional field counts as a change too. Moving a lock means
+// deleting and re-creating it.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.storeRef) != has(self.redis)",message="set exactly one of storeRef (a LockStore or ClusterLockStore that holds the Redis settings) or redis (the servers, inline)"
+// +kubebuilder:validation:XValidation:rule="has(self.storeRef) == has(oldSelf.storeRef) && (!has(self.storeRef) || (self.storeRef.kind == oldSelf.storeRef.kind && self.storeRef.name == oldSelf.storeRef.name))",fieldPath=".storeRef",messageExpression="'storeRef is immutable' + (has(self.storeRef) && has(oldSelf.storeRef) ? ' (' + oldSelf.storeRef.kind + '/' + oldSelf.storeRef.name + ' to ' + self.storeRef.kind + '/' + self.storeRef.name + ')' : ' (switching between storeRef and redis counts)') + ': delete and re-create the lock to move it'"
+// +kubebuilder:validation:XValidation:rule="!has(self.controllerAuth) || has(self.redis)",fieldPath=".controllerAuth",reason="FieldValueForbidden",message="is for inline locks only: a store names its own controllerAuth"
+// +kubebuilder:validation:XValidation:rule="!has(self.redis) || !has(self.redis.passwordSecretRef) || !has(self.redis.passwordSecretRef.namespace)",fieldPath=".redis.passwordSecretRef.namespace",reason="FieldValueForbidden",message="a DistributedLock reads Secrets of its own namespace only"
+// +kubebuilder:validation:XValidation:rule="!has(self.controllerAuth) || !has(self.controllerAuth.passwordSecretRef) || !has(self.controllerAuth.passwordSecretRef.namespace)",fieldPath=".controllerAuth.passwordSecretRef.namespace",reason="FieldValueForbidden",message="a DistributedLock reads Secrets of its own namespace only"
+// +kubebuilder:validation:XValidation:rule="!has(self.redis) || !has(self.redis.sentinel) || !has(self.redis.sentinel.passwordSecretRef) || !has(self.redis.sentinel.passwordSecretRef.namespace)",fieldPath=".redis.sentinel.passwordSecretRef.namespace",reason="FieldValueForbidden",message="a DistributedLock reads Secrets of its own namespace only"
+// +kubebuilder:validation:XValidation:rule="!has(self.redis) || !has(self.redis.tls) || !has(self.redis.tls.caSecretRef) || !has(self.redis.tls.caSecretRef.namespace)",fieldPath=".redis.tls.caSecretRef.namespace",reason="FieldValueForbidden",message="a DistributedLock reads Secrets of its own namespace only"
+// +kubebuilder:validation:XValidation:rule="!has(self.redis) || !has(self.redis.tls) || !has(self.redis.tls.clientCertSecretRef) || !has(self.redis.tls.clientCertSecretRef.namespace)",fieldPath=".redis.tls.clientCertSecretRef.namespace",reason="FieldValueForbidden",message="a DistributedLock reads Secrets of its own namespace only"
+// +kubebuilder:validation:XValidation:rule="!has(self.redis) || !has(self.redis.service) || !has(self.redis.service.namespace)",fieldPath=".redis.service.namespace",reason="FieldValueForbidden",message="a DistributedLock uses Services of its own namespace only"
 // +kubebuilder:validation:XValidation:rule="has(self.key) == has(oldSelf.key) && (!has(self.key) || self.key == oldSelf.key)",fieldPath=".key",message="key is immutable: delete and re-create the lock to move it (holders of the old key would not exclude holders of the new one)"
-// +kubebuilder:validation:XValidation:rule="self.redis.mode == oldSelf.redis.mode",fieldPath=".redis.mode",messageExpression="'redis.mode is immutable (' + oldSelf.redis.mode + ' to ' + self.redis.mode + '): delete and re-create the lock to move it'"
-// +kubebuilder:validation:XValidation:rule="(has(self.redis.db) ? self.redis.db : 0) == (has(oldSelf.redis.db) ? oldSelf.redis.db : 0)",fieldPath=".redis.db",message="redis.db is immutable (absent is 0): delete and re-create the lock to move it"
-// +kubebuilder:validation:XValidation:rule="has(self.redis.addresses) == has(oldSelf.redis.addresses) && (!has(self.redis.addresses) || self.redis.addresses == oldSelf.redis.addresses)",fieldPath=".redis.addresses",message="redis.addresses is immutable: delete and re-create the lock to move it (the servers, and for Redlock the quorum, are part of the lock's identity)"
-// +kubebuilder:validation:XValidation:rule="has(self.redis.service) == has(oldSelf.redis.service) && (!has(self.redis.service) || self.redis.service == oldSelf.redis.service)",fieldPath=".redis.service",message="redis.service is immutable: delete and re-create the lock to move it"
-// +kubebuilder:validation:XValidation:rule="has(self.redis.sentinel) == has(oldSelf.redis.sentinel) && (!has(self.redis.sentinel) || self.redis.sentinel.masterName == oldSelf.redis.sentinel.masterName)",fieldPath=".redis.sentinel.masterName",message="redis.sentinel.masterName is immutable: delete and re-create the lock to move it"
 // +kubebuilder:validation:XValidation:rule="!has(self.renewInterval) || !self.renewInterval.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (has(self.ttl) && (!self.ttl.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || duration(self.ttl) > duration('24h'))) || (duration(self.renewInterval) <= duration('24h') && 200 * int(duration(self.renewInterval)) <= 99 * int(duration(has(self.ttl) ? self.ttl : '30s')) - 200000000)",fieldPath=".renewInterval",message="must leave room for a renewal inside the lease: 2 × renewInterval ≤ 0.99 × ttl − 2ms (e.g. ttl 30s allows up to 14.849s)"
-// +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.minReplicasToWrite) || self.safety.minReplicasToWrite == 0 || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.minReplicasToWrite",reason="FieldValueForbidden",message="replica guards need replicas: use them with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
-// +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.waitForReplicas) || self.safety.waitForReplicas == 0 || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.waitForReplicas",reason="FieldValueForbidden",message="waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
+// +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.minReplicasToWrite) || self.safety.minReplicasToWrite == 0 || !has(self.redis) || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.minReplicasToWrite",reason="FieldValueForbidden",message="replica guards need replicas: use them with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
+// +kubebuilder:validation:XValidation:rule="!has(self.storeRef) || !has(self.safety) || ((!has(self.safety.minReplicasToWrite) || self.safety.minReplicasToWrite == 0) && !(has(self.safety.manageReplicaSettings) && self.safety.manageReplicaSettings))",fieldPath=".safety",reason="FieldValueForbidden",message="the replica guard of a store's servers is the store's (spec.safety of the LockStore or ClusterLockStore); a lock on a store may only set waitForReplicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.waitForReplicas) || self.safety.waitForReplicas == 0 || !has(self.redis) || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.waitForReplicas",reason="FieldValueForbidden",message="waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
 type DistributedLockSpec struct {
 	// key is the Redis key of the lock. The fence counter is {key}:fence and
 	// the event channel {key}:events, so that all three hash to one Redis
-	// Cluster slot. Absent ⇒ "<namespace>/<name>" of this resource.
+	// Cluster slot. Absent ⇒ "<namespace>/<name>" of this resource. On a
+	// ClusterLockStore with isolation ACL the effective key is
+	// "<namespace>/<key>" (see status.key and EffectiveKey).
 	// No whitespace or control characters, no '{' or '}', at most 512 bytes.
 	// Immutable (setting or removing it too).
 	// +optional
@@ -104,9 +95,23 @@ type DistributedLockSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || duration(self) >= duration('10ms')",message="must be at least 10ms"
 	RenewInterval *metav1.Duration `json:"renewInterval,omitempty"`
 
-	// redis says where the lock lives and how to connect.
-	// +required
-	Redis RedisSpec `json:"redis"`
+	// storeRef names the LockStore (of this namespace) or ClusterLockStore
+	// the lock lives on. Exclusive with redis. Immutable.
+	// +optional
+	StoreRef *StoreReference `json:"storeRef,omitempty"`
+
+	// redis says where the lock lives and how to connect, inline: the lock
+	// is then its own store. Exclusive with storeRef.
+	// +optional
+	Redis RedisSpec `json:"redis,omitzero"`
+
+	// controllerAuth are the credentials the controller uses for an inline
+	// lock (INFO, CONFIG for the replica guard and preflight, and reading
+	// the holder), so that the pods' credentials (redis.username and
+	// passwordSecretRef) need no CONFIG rights. Absent ⇒ the pods'
+	// credentials. Inline locks only.
+	// +optional
+	ControllerAuth *RedisAuth `json:"controllerAuth,omitempty"`
 
 	// safety asks for replication guards (Replicated, Sentinel and Cluster
 	// modes only). Absent ⇒ none.
@@ -117,288 +122,6 @@ type DistributedLockSpec struct {
 	// +optional
 	// +kubebuilder:default={enabled: true}
 	Fencing *FencingSpec `json:"fencing,omitempty"`
-}
-
-// RedisSpec says where the Redis servers of a lock are and how to connect.
-//
-// +kubebuilder:validation:XValidation:rule="!(has(self.addresses) && has(self.service))",message="set either addresses or service, not both"
-// +kubebuilder:validation:XValidation:rule="self.mode in ['Sentinel', 'Redlock'] || has(self.addresses) || has(self.service)",reason="FieldValueRequired",message="set addresses or service to say where the Redis servers are"
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Sentinel' || (!has(self.addresses) && !has(self.service))",reason="FieldValueForbidden",message="in Sentinel mode the servers are found through the sentinels: set sentinel.addresses, not addresses or service"
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Sentinel' || has(self.sentinel)",fieldPath=".sentinel",reason="FieldValueRequired",message="Sentinel mode needs sentinel.masterName and sentinel.addresses"
-// +kubebuilder:validation:XValidation:rule="self.mode == 'Sentinel' || !has(self.sentinel)",fieldPath=".sentinel",reason="FieldValueForbidden",message="is only used in Sentinel mode"
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Standalone' || !has(self.addresses) || size(self.addresses) == 1",fieldPath=".addresses",message="Standalone mode takes exactly one address (for a master with replicas use Replicated mode)"
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Replicated' || !has(self.addresses) || size(self.addresses) >= 1",fieldPath=".addresses",message="Replicated mode needs at least one address (the master and its replicas)"
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Cluster' || !has(self.addresses) || size(self.addresses) >= 1",fieldPath=".addresses",message="Cluster mode needs at least one seed address (any node of the cluster)"
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Redlock' || !has(self.addresses) || (size(self.addresses) >= 3 && size(self.addresses) % 2 == 1)",fieldPath=".addresses",message="Redlock needs an odd number (3, 5, 7...) of independent nodes"
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Redlock' || !has(self.service)",fieldPath=".service",reason="FieldValueForbidden",message="Redlock needs an explicit, odd list of ≥ 3 stable addresses (e.g. StatefulSet DNS names): a Service's endpoints change with pod IPs, so membership and quorum would change too"
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Redlock' || has(self.service) || has(self.addresses)",fieldPath=".addresses",reason="FieldValueRequired",message="Redlock needs an explicit, odd list of ≥ 3 stable addresses (e.g. StatefulSet DNS names), one per independent node; the quorum is len/2+1"
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Cluster' || !has(self.db) || self.db == 0",fieldPath=".db",message="Redis Cluster has only database 0"
-// +kubebuilder:validation:XValidation:rule="!has(self.username) || has(self.passwordSecretRef)",fieldPath=".passwordSecretRef",reason="FieldValueRequired",message="username needs passwordSecretRef: Redis AUTH takes a username with a password"
-type RedisSpec struct {
-	// mode is the Redis topology. Where the servers are, by mode:
-	//   - Standalone: exactly one address, or a service (one ready endpoint).
-	//   - Replicated: addresses of the master and its replicas, or a service.
-	//   - Sentinel: sentinel only (addresses and service must not be set).
-	//   - Cluster: one or more seed addresses, or a service.
-	//   - Redlock: an odd number (3, 5, 7...) of addresses, one per
-	//     independent node, that stay the same for the lock's life (e.g.
-	//     StatefulSet DNS names); never a service, whose endpoints change
-	//     with pod IPs. The quorum is len(addresses)/2+1.
-	// Immutable.
-	// +required
-	Mode RedisMode `json:"mode"`
-
-	// addresses are host:port of the Redis servers (see mode for what each
-	// mode expects). Exclusive with service. Immutable (order aside).
-	// +optional
-	// +listType=set
-	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:items:MinLength=3
-	// +kubebuilder:validation:items:MaxLength=512
-	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^([^\s/:\[\]]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$') && int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535`,message="must be host:port, e.g. redis-0.redis:6379, 10.0.0.7:6379 or [fd00::7]:6379"
-	Addresses []string `json:"addresses,omitempty"`
-
-	// service names a Service in this resource's namespace; the controller
-	// resolves its ready endpoints through EndpointSlices. Exclusive with
-	// addresses. Not for Redlock, whose nodes must be explicit addresses.
-	// Immutable; the endpoints behind it may change.
-	// +optional
-	Service *ServiceReference `json:"service,omitempty"`
-
-	// sentinel locates the master through Redis Sentinel. Sentinel mode only.
-	// +optional
-	Sentinel *SentinelSpec `json:"sentinel,omitempty"`
-
-	// username is the Redis ACL user (AUTH username password). Absent ⇒ the
-	// default user. Needs passwordSecretRef.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'[\pZ\p{Cc}]')`,message="must not contain whitespace or control characters"
-	Username string `json:"username,omitempty"`
-
-	// passwordSecretRef selects the Redis password in a Secret of this
-	// resource's namespace. The controller connects with these credentials
-	// only. Absent ⇒ no AUTH.
-	// +optional
-	PasswordSecretRef *SecretKeyRef `json:"passwordSecretRef,omitempty"`
-
-	// tls configures TLS to the Redis servers (and sentinels). Absent ⇒ plain TCP.
-	// +optional
-	TLS *TLSSpec `json:"tls,omitempty"`
-
-	// db is the Redis logical database, 0 to 15 (Cluster: 0 only).
-	// Absent ⇒ 0. Immutable (absent and 0 are the same).
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=15
-	DB int32 `json:"db,omitempty"`
-}
-
-// ServiceReference names a Service in the DistributedLock's namespace.
-type ServiceReference struct {
-	// name of the Service (same namespace as the DistributedLock).
-	// +required
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="must be a Service name: lower-case letters, digits and '-', starting with a letter"
-	Name string `json:"name"`
-
-	// port is the Service port that serves Redis; the controller maps it to
-	// each endpoint's target port.
-	// +required
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=65535
-	Port int32 `json:"port"`
-}
-
-// SentinelSpec locates a master through Redis Sentinel.
-type SentinelSpec struct {
-	// masterName is the name the sentinels monitor the master under
-	// (sentinel monitor <masterName> ...). Immutable; the sentinels'
-	// addresses may change.
-	// +required
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'[\pZ\p{Cc}]')`,message="must not contain whitespace or control characters"
-	MasterName string `json:"masterName"`
-
-	// addresses are host:port of the sentinels (usually 3 or more).
-	// +required
-	// +listType=set
-	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:items:MinLength=3
-	// +kubebuilder:validation:items:MaxLength=512
-	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^([^\s/:\[\]]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$') && int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535`,message="must be host:port, e.g. redis-sentinel:26379 or 10.0.0.9:26379"
-	Addresses []string `json:"addresses"`
-
-	// username is the ACL user the sentinels require, if any. Needs
-	// passwordSecretRef.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:XValidation:rule=`!self.matches(r'[\pZ\p{Cc}]')`,message="must not contain whitespace or control characters"
-	Username string `json:"username,omitempty"`
-
-	// passwordSecretRef selects the sentinels' own password (requirepass of
-	// the sentinels) in a Secret of this namespace. Absent ⇒ the sentinels
-	// need no AUTH. The servers' password is spec.redis.passwordSecretRef.
-	// +optional
-	PasswordSecretRef *SecretKeyRef `json:"passwordSecretRef,omitempty"`
-}
-
-// SecretKeyRef selects one key of a Secret in the DistributedLock's namespace.
-type SecretKeyRef struct {
-	// name of the Secret (same namespace as the DistributedLock).
-	// +required
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be a Secret name: lower-case letters, digits, '-' and '.'"
-	Name string `json:"name"`
-
-	// key in the Secret's data.
-	// +required
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="must be a Secret data key: letters, digits, '-', '_' and '.'"
-	Key string `json:"key"`
-}
-
-// TLSSpec configures TLS to Redis.
-//
-// +kubebuilder:validation:XValidation:rule="(has(self.enabled) && self.enabled) || (!has(self.caSecretRef) && !has(self.serverName) && !(has(self.insecureSkipVerify) && self.insecureSkipVerify))",message="caSecretRef, serverName and insecureSkipVerify need enabled: true"
-// +kubebuilder:validation:XValidation:rule="!(has(self.insecureSkipVerify) && self.insecureSkipVerify && has(self.caSecretRef))",fieldPath=".insecureSkipVerify",reason="FieldValueForbidden",message="skips certificate verification, so caSecretRef would be ignored: set one or the other"
-type TLSSpec struct {
-	// enabled turns TLS on. Absent ⇒ false.
-	// +optional
-	Enabled bool `json:"enabled,omitempty"`
-
-	// caSecretRef selects a PEM bundle of CA certificates that sign the
-	// servers' certificates, in a Secret of this namespace.
-	// Absent ⇒ the system roots.
-	// +optional
-	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
-
-	// serverName is the name checked against the servers' certificates.
-	// Absent ⇒ the host of each address.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	ServerName string `json:"serverName,omitempty"`
-
-	// insecureSkipVerify accepts any server certificate. For tests only:
-	// anyone on the path can then impersonate the servers.
-	// +optional
-	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
-}
-
-// SafetySpec asks for replication guards: protection against a failover
-// that promotes a replica which never received the lock key.
-//
-// +kubebuilder:validation:XValidation:rule="!has(self.manageReplicaSettings) || !self.manageReplicaSettings || (has(self.minReplicasToWrite) && self.minReplicasToWrite >= 1)",fieldPath=".minReplicasToWrite",reason="FieldValueRequired",message="manageReplicaSettings needs minReplicasToWrite of 1 or more: it is the value the controller applies to the master(s)"
-type SafetySpec struct {
-	// minReplicasToWrite is the number of connected replicas, lagging at
-	// most minReplicasMaxLag, a master needs to accept writes (Redis
-	// min-replicas-to-write). The controller applies it when
-	// manageReplicaSettings is true and otherwise only checks it;
-	// ReplicationGuarded says whether it is in force. Absent or 0 ⇒ no guard.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100
-	MinReplicasToWrite int32 `json:"minReplicasToWrite,omitempty"`
-
-	// minReplicasMaxLag is the largest replication lag, in whole seconds,
-	// of a replica counted for minReplicasToWrite (Redis
-	// min-replicas-max-lag). Between 1s and 1h.
-	// +optional
-	// +kubebuilder:default="10s"
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$')",message="must be a duration such as 10s or 1m"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || int(duration(self)) % 1000000000 == 0",message="must be a whole number of seconds, e.g. 10s (Redis's min-replicas-max-lag takes seconds)"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (duration(self) >= duration('1s') && duration(self) <= duration('1h'))",message="must be between 1s and 1h"
-	MinReplicasMaxLag *metav1.Duration `json:"minReplicasMaxLag,omitempty"`
-
-	// manageReplicaSettings lets the controller set min-replicas-to-write
-	// and min-replicas-max-lag on the master(s) with CONFIG SET, and repair
-	// drift. These settings are server-wide: when two locks ask one master
-	// for different values the stricter applies and both report
-	// SettingsConflict. Deleting the lock leaves them in place.
-	// Absent ⇒ false: the controller only checks the servers' settings.
-	// +optional
-	ManageReplicaSettings bool `json:"manageReplicaSettings,omitempty"`
-
-	// waitForReplicas is the number of replicas that must acknowledge the
-	// acquire and every renewal (Redis WAIT) before they count; fewer ⇒ an
-	// acquire is released and fails, and a renewal does not extend the
-	// lease. Absent or 0 ⇒ no wait.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100
-	WaitForReplicas int32 `json:"waitForReplicas,omitempty"`
-}
-
-// FencingSpec configures fencing tokens.
-type FencingSpec struct {
-	// enabled makes every acquire return a fencing token greater than all
-	// earlier ones for this key. Absent ⇒ true.
-	// +optional
-	// +kubebuilder:default=true
-	Enabled *bool `json:"enabled,omitempty"`
-}
-
-// EndpointRole is what a probed Redis endpoint is.
-// +kubebuilder:validation:Enum=Master;Replica;Sentinel;Unknown
-type EndpointRole string
-
-const (
-	// EndpointRoleMaster is a server that accepts writes (every Redlock node is one).
-	EndpointRoleMaster EndpointRole = "Master"
-	// EndpointRoleReplica is a server replicating a master.
-	EndpointRoleReplica EndpointRole = "Replica"
-	// EndpointRoleSentinel is a Redis Sentinel.
-	EndpointRoleSentinel EndpointRole = "Sentinel"
-	// EndpointRoleUnknown is an endpoint whose role could not be read
-	// (unreachable, or refused INFO).
-	EndpointRoleUnknown EndpointRole = "Unknown"
-)
-
-// EndpointStatus is what the controller observed of one Redis endpoint.
-type EndpointStatus struct {
-	// address is the host:port probed.
-	// +required
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=512
-	Address string `json:"address"`
-
-	// role of the endpoint.
-	// +optional
-	Role EndpointRole `json:"role,omitempty"`
-
-	// reachable is true when the last probe got an answer.
-	// +required
-	Reachable bool `json:"reachable"`
-
-	// version is the server's redis_version.
-	// +optional
-	// +kubebuilder:validation:MaxLength=64
-	Version string `json:"version,omitempty"`
-
-	// runID is the server's run_id (Redlock independence is checked on it).
-	// +optional
-	// +kubebuilder:validation:MaxLength=64
-	RunID string `json:"runID,omitempty"`
-
-	// connectedReplicas is the number of replicas connected to a master.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	ConnectedReplicas *int32 `json:"connectedReplicas,omitempty"`
-
-	// lastError is the last probe error, empty when the probe succeeded.
-	// +optional
-	// +kubebuilder:validation:MaxLength=1024
-	LastError string `json:"lastError,omitempty"`
 }
 
 // LockHolder is the current holder as observed by the controller. It never
@@ -441,6 +164,27 @@ type DistributedLockStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 
+	// key is the lock's effective Redis key (see EffectiveKey); the holder
+	// and fenceHighWater belong to it. Pods treat a lock without it as not
+	// Ready.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Key string `json:"key,omitempty"`
+
+	// connection is what a pod needs to reach the lock's Redis: mode,
+	// addresses, Sentinel, db and TLS server name, copied from the store
+	// (or the inline spec) by the controller.
+	// +optional
+	Connection *ConnectionStatus `json:"connection,omitempty"`
+
+	// credentialsSecretRef names the Secret in this namespace, written by
+	// the controller, that holds the pods' credentials: username,
+	// password, ca.crt and, when used, sentinel-username,
+	// sentinel-password, tls.crt and tls.key. Pods need get on it and on
+	// this DistributedLock, nothing else.
+	// +optional
+	CredentialsSecretRef *LocalSecretReference `json:"credentialsSecretRef,omitempty"`
+
 	// master is the host:port of the server that takes this lock's writes:
 	// the server (Standalone), the current master (Replicated, Sentinel), or
 	// the master serving the key's hash slot (Cluster). Empty for Redlock.
@@ -454,7 +198,8 @@ type DistributedLockStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	Quorum int32 `json:"quorum,omitempty"`
 
-	// endpoints are the Redis endpoints the controller probed.
+	// endpoints are the Redis endpoints the controller probed for an inline
+	// lock; a lock on a store finds them in the store's status.
 	// +optional
 	// +listType=map
 	// +listMapKey=address
@@ -477,7 +222,9 @@ type DistributedLockStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=dlock,categories=redlease
-// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.redis.mode`
+// +kubebuilder:printcolumn:name="Store",type=string,JSONPath=`.spec.storeRef.name`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.connection.mode`
+// +kubebuilder:printcolumn:name="Key",type=string,JSONPath=`.status.key`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Holder",type=string,JSONPath=`.status.holder.identity`
 // +kubebuilder:printcolumn:name="Fence",type=integer,JSONPath=`.status.holder.fence`
@@ -548,4 +295,23 @@ func (s *DistributedLockSpec) TTLOrDefault() time.Duration {
 // spec.fencing.enabled is explicitly false.
 func (s *DistributedLockSpec) FencingEnabled() bool {
 	return s.Fencing == nil || s.Fencing.Enabled == nil || *s.Fencing.Enabled
+}
+
+// Inline reports whether the lock names its Redis servers itself
+// (spec.redis) instead of a store (spec.storeRef).
+func (s *DistributedLockSpec) Inline() bool { return s.StoreRef == nil }
+
+// EffectiveKey is the Redis key of the lock: spec.key, or
+// "<namespace>/<name>" when it is empty. Under a store's ACL isolation
+// (isolated) the key is always in the namespace's key space:
+// "<namespace>/" + (spec.key or the lock's name). status.key publishes it.
+func (dl *DistributedLock) EffectiveKey(isolated bool) string {
+	switch {
+	case isolated && dl.Spec.Key != "":
+		return dl.Namespace + "/" + dl.Spec.Key
+	case dl.Spec.Key != "":
+		return dl.Spec.Key
+	default:
+		return dl.Namespace + "/" + dl.Name
+	}
 }
