@@ -39,6 +39,16 @@ const (
 	// (eviction policy, persistence). A False Preflight is a warning: it does
 	// not by itself make Ready False.
 	ConditionPreflight = "Preflight"
+
+	// ConditionTenantsProvisioned (ClusterLockStore, LockStore) is True when
+	// every namespace with locks on the store has its credentials Secret
+	// (and, under isolation ACL, its Redis ACL user on every node).
+	ConditionTenantsProvisioned = "TenantsProvisioned"
+
+	// ConditionStoreReady (DistributedLock on a store) mirrors the store's
+	// Ready condition as the lock sees it: found, allowed for the lock's
+	// namespace, Ready, and the credentials Secret provisioned.
+	ConditionStoreReady = "StoreReady"
 )
 
 // Condition reasons (status.conditions[].reason), stable CamelCase words.
@@ -160,4 +170,43 @@ const (
 	// through a Service, a renewInterval too long for its ttl). Only a spec change helps, or for immutable fields
 	// deleting and re-creating the lock.
 	ReasonInvalidSpec = "InvalidSpec"
+
+	// ReasonStoreNotFound (Ready False): spec.storeRef names a LockStore
+	// (in the lock's namespace) or ClusterLockStore that does not exist.
+	ReasonStoreNotFound = "StoreNotFound"
+
+	// ReasonStoreNotReady (Ready False): the store exists but is not Ready;
+	// the message carries the store's reason.
+	ReasonStoreNotReady = "StoreNotReady"
+
+	// ReasonStoreReady (StoreReady True): the store is Ready and the lock's
+	// namespace may use it.
+	ReasonStoreReady = "StoreReady"
+
+	// ReasonNamespaceNotAllowed (Ready False): the ClusterLockStore's
+	// tenants.namespaceSelector does not select the lock's namespace
+	// (absent selector: no namespace may use the store).
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+
+	// ReasonCredentialsNotProvisioned (Ready False): the store has not (yet)
+	// written the credentials Secret of the lock's namespace.
+	ReasonCredentialsNotProvisioned = "CredentialsNotProvisioned"
+
+	// ReasonTenantsProvisioned (TenantsProvisioned True): every tenant
+	// namespace has its credentials (and ACL user).
+	ReasonTenantsProvisioned = "TenantsProvisioned"
+
+	// ReasonAddressNotAllowed (EndpointsResolved or Ready False): an
+	// address the store or lock names, or one learned from Sentinel or
+	// Cluster, is outside the manager's --allowed-redis-cidrs.
+	ReasonAddressNotAllowed = "AddressNotAllowed"
+
+	// ReasonACLUnavailable (TenantsProvisioned False): a node refused ACL
+	// SETUSER/DELUSER with the controller's credentials (no ACL rights, or
+	// a server older than 6.0), so tenants cannot be isolated.
+	ReasonACLUnavailable = "ACLUnavailable"
+
+	// ReasonInlineLocksDisabled (Ready False): the manager runs with
+	// --allow-inline-locks=false; the lock must use a store (storeRef).
+	ReasonInlineLocksDisabled = "InlineLocksDisabled"
 )
