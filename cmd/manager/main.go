@@ -55,6 +55,7 @@ type flags struct {
 	probeTimeout             time.Duration
 	redisTimeout             time.Duration
 	redisPoolSize            int
+	allowedRedisCIDRs        string
 	watchNamespaces          string
 	maxConcurrentReconciles  int
 	gracefulShutdownDuration time.Duration
@@ -75,12 +76,19 @@ func run() error {
 	flag.DurationVar(&f.probeTimeout, "probe-timeout", controllers.DefaultProbeTimeout, "Bound on one reconcile's Redis work.")
 	flag.DurationVar(&f.redisTimeout, "redis-timeout", 2*time.Second, "Dial, read and write timeout of each Redis command.")
 	flag.IntVar(&f.redisPoolSize, "redis-pool-size", 4, "Most connections per Redis server (per distinct credentials), shared by every DistributedLock using it.")
+	flag.StringVar(&f.allowedRedisCIDRs, "allowed-redis-cidrs", "", "Comma-separated CIDRs (e.g. 10.0.0.0/8,fd00::/8) the controller may connect to; empty: any network. Checked on every address dialed, after DNS resolution, including addresses learned from Sentinel and Redis Cluster.")
 	flag.StringVar(&f.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch; empty: all namespaces.")
 	flag.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "DistributedLocks reconciled in parallel.")
 	flag.DurationVar(&f.gracefulShutdownDuration, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for running reconciles on shutdown.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	// Before anything connects: a typo must stop the manager, not open it
+	// to every network.
+	egress, err := redisprobe.ParseCIDRs(f.allowedRedisCIDRs)
+	if err != nil {
+		return fmt.Errorf("--allowed-redis-cidrs: %w", err)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 	redisprobe.SetLogger(ctrl.Log.WithName("go-redis").V(1))
@@ -126,6 +134,7 @@ func run() error {
 		PoolSize:    f.redisPoolSize,
 		DialTimeout: f.redisTimeout,
 		Timeout:     f.redisTimeout,
+		Egress:      egress,
 	})
 	defer func() {
 		if err := pool.Close(); err != nil {
@@ -147,7 +156,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
-	log.Info("starting the manager", "probeInterval", f.probeInterval, "watchNamespaces", f.watchNamespaces, "leaderElection", f.leaderElect)
+	log.Info("starting the manager", "probeInterval", f.probeInterval, "watchNamespaces", f.watchNamespaces, "leaderElection", f.leaderElect, "allowedRedisCIDRs", egress.String())
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // Credentials are what a client sends and checks: the AUTH user and
@@ -100,8 +101,14 @@ type PoolOptions struct {
 	Timeout time.Duration
 	// IdleTimeout closes connections idle this long. Default 5m.
 	IdleTimeout time.Duration
-	// Dialer replaces the TCP dialer (tests map addresses with it).
+	// Dialer replaces the TCP dialer (tests map addresses with it). With
+	// Egress set, it receives the checked IP:port, not the name.
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Egress limits the networks clients connect to; nil allows any. It is
+	// checked on every dial, so addresses learned from Sentinel, CLUSTER
+	// SHARDS or a MOVED reply are checked like those a resource names: the
+	// controller reaches them all through this Pool.
+	Egress *Egress
 }
 
 func (o PoolOptions) withDefaults() PoolOptions {
@@ -283,6 +290,10 @@ func (p *Pool) newClient(t Target) (*redis.Client, error) {
 		MaxRetries:    -1,
 		DialerRetries: 1,
 		Dialer:        p.opts.Dialer,
+		// Maintenance notifications (RESP3 only, so off already) would
+		// dial the endpoints a server names through go-redis's default
+		// dialer, around Egress: keep them off if Protocol ever changes.
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	}
 	if t.Credentials.TLS != nil {
 		cfg, err := t.Credentials.TLS.tlsConfig(t.Addr)
@@ -290,6 +301,15 @@ func (p *Pool) newClient(t Target) (*redis.Client, error) {
 			return nil, err
 		}
 		o.TLSConfig = cfg
+	}
+	if p.opts.Egress != nil {
+		base := o.Dialer
+		if base == nil {
+			// go-redis adds TLS only in its own dialer: wrap that one,
+			// not a bare TCP dialer.
+			base = redis.NewDialer(o)
+		}
+		o.Dialer = p.opts.Egress.Wrap(base)
 	}
 	return redis.NewClient(o), nil
 }
