@@ -154,6 +154,21 @@ func TestEgressPoolAllows(t *testing.T) {
 		}
 	}
 
+	// The certificate is checked against the name in the address, not the
+	// IP Egress dialed (the server's certificate holds 127.0.0.1).
+	named, err := ParseCIDRs("127.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named.lookup = func(context.Context, string, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	_, port, _ := net.SplitHostPort(secure.Addr())
+	other := Target{Addr: net.JoinHostPort("other.redlease.test", port), Credentials: tlsCreds}
+	if _, err := Probe(ctxT(t), poolClient(t, newPool(t, PoolOptions{Egress: named}), "o", other)); StatusText(err) != "TLS handshake failed: certificate name mismatch" {
+		t.Errorf("%s resolving to 127.0.0.1: %v, want a name mismatch", other.Addr, err)
+	}
+
 	// A test Dialer (mapping a TEST-NET address to the server) is the base
 	// Egress wraps: the check sees the address the resource named.
 	var dialed []string
