@@ -2,75 +2,26 @@ package redisprobe
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/redlease/redlease/internal/redisconn"
 )
 
-// Credentials are what a client sends and checks: the AUTH user and
-// password, and TLS. The zero value is plain TCP without AUTH.
-type Credentials struct {
-	Username string
-	Password string
-	// TLS, when not nil, turns TLS on.
-	TLS *TLS
-}
-
-// TLS configures TLS to a server.
-type TLS struct {
-	// CAPEM is a PEM bundle of the CAs that sign the servers' certificates;
-	// empty means the system roots.
-	CAPEM []byte
-	// ServerName is checked against the server certificate; empty means the
-	// host of each address.
-	ServerName string
-	// InsecureSkipVerify accepts any certificate (tests only).
-	InsecureSkipVerify bool
-}
-
-// fingerprint identifies credentials without holding the secrets in a map
-// key or a log line.
-func (c Credentials) fingerprint() string {
-	h := sha256.New()
-	// hash.Hash's Write never returns an error, so neither does Fprintf.
-	_, _ = fmt.Fprintf(h, "%q\x00%q\x00", c.Username, c.Password)
-	if c.TLS != nil {
-		_, _ = fmt.Fprintf(h, "tls\x00%q\x00%q\x00%v", c.TLS.CAPEM, c.TLS.ServerName, c.TLS.InsecureSkipVerify)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// tlsConfig builds the client TLS config for addr.
-func (t *TLS) tlsConfig(addr string) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // only when the resource asks for it
-	if cfg.ServerName == "" {
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, fmt.Errorf("redisprobe: address %q: %w", addr, err)
-		}
-		cfg.ServerName = host
-	}
-	if len(t.CAPEM) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(t.CAPEM) {
-			return nil, ErrBadCA
-		}
-		cfg.RootCAs = pool
-	}
-	return cfg, nil
-}
+// Credentials and TLS are redisconn's: the controller, pkg/kube and lockctl
+// describe who connects the same way, and redisconn builds their TLS.
+type (
+	Credentials = redisconn.Credentials
+	TLS         = redisconn.TLS
+)
 
 // ErrBadCA is returned for a CA bundle that holds no PEM certificate.
-var ErrBadCA = errors.New("redisprobe: the CA bundle holds no PEM certificate")
+var ErrBadCA = redisconn.ErrBadCA
 
 // Target is one server (or Sentinel) and how to talk to it.
 type Target struct {
@@ -177,7 +128,7 @@ type Session struct {
 // Client returns the shared client for t, referenced by the session's
 // owner. The client must not be closed by the caller.
 func (s *Session) Client(t Target) (*redis.Client, error) {
-	k := poolKey{addr: t.Addr, db: t.DB, creds: t.Credentials.fingerprint()}
+	k := poolKey{addr: t.Addr, db: t.DB, creds: t.Credentials.Fingerprint()}
 	s.mu.Lock()
 	s.used[k] = struct{}{}
 	s.mu.Unlock()
@@ -296,7 +247,7 @@ func (p *Pool) newClient(t Target) (*redis.Client, error) {
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	}
 	if t.Credentials.TLS != nil {
-		cfg, err := t.Credentials.TLS.tlsConfig(t.Addr)
+		cfg, err := t.Credentials.TLS.Config(t.Addr)
 		if err != nil {
 			return nil, err
 		}

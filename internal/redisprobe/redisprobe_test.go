@@ -343,20 +343,20 @@ func TestPool(t *testing.T) {
 }
 
 func TestTLSConfig(t *testing.T) {
-	cfg, err := (&TLS{}).tlsConfig("redis-0.redis:6379")
+	cfg, err := (&TLS{}).Config("redis-0.redis:6379")
 	if err != nil || cfg.ServerName != "redis-0.redis" || cfg.RootCAs != nil {
 		t.Errorf("tlsConfig = %+v, %v; want ServerName from the address and system roots", cfg, err)
 	}
-	cfg, err = (&TLS{ServerName: "redis.svc"}).tlsConfig("10.0.0.1:6379")
+	cfg, err = (&TLS{ServerName: "redis.svc"}).Config("10.0.0.1:6379")
 	if err != nil || cfg.ServerName != "redis.svc" {
 		t.Errorf("tlsConfig ServerName = %q, %v", cfg.ServerName, err)
 	}
-	if _, err := (&TLS{CAPEM: []byte("not pem")}).tlsConfig("a:1"); !errors.Is(err, ErrBadCA) {
+	if _, err := (&TLS{CAPEM: []byte("not pem")}).Config("a:1"); !errors.Is(err, ErrBadCA) {
 		t.Errorf("bad CA: %v", err)
 	}
 	a := Credentials{Password: "x", TLS: &TLS{ServerName: "a"}}
 	b := Credentials{Password: "x", TLS: &TLS{ServerName: "b"}}
-	if a.fingerprint() == b.fingerprint() || a.fingerprint() != (Credentials{Password: "x", TLS: &TLS{ServerName: "a"}}).fingerprint() {
+	if a.Fingerprint() == b.Fingerprint() || a.Fingerprint() != (Credentials{Password: "x", TLS: &TLS{ServerName: "a"}}).Fingerprint() {
 		t.Errorf("fingerprints do not follow the credentials")
 	}
 }
