@@ -58,6 +58,11 @@ type Options struct {
 	// Pool holds the Redis clients; the caller closes it. Default: a pool
 	// with redisprobe's defaults (closed by nobody: pass one in production).
 	Pool *redisprobe.Pool
+	// DisallowInlineLocks refuses DistributedLocks that name their own
+	// servers (spec.redis): in a multi-tenant cluster a namespace editor
+	// could otherwise point the controller anywhere. Default false (the
+	// manager's --allow-inline-locks=true).
+	DisallowInlineLocks bool
 }
 
 // DistributedLockReconciler observes the Redis behind each DistributedLock
@@ -101,11 +106,11 @@ func NewDistributedLockReconciler(c client.Client, apiReader client.Reader, reco
 	}
 }
 
-// Reconcile observes one DistributedLock's Redis and patches its status
-// when the observation changed it. Redis problems are conditions, Events
-// and a requeue with backoff, never errors; errors are for the API server.
-func (r *DistributedLockReconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
-	log := logf.FromContext(ctx)
+// Reconcile observes one DistributedLock's key (and, for an inline lock,
+// its servers) and patches its status when the observation changed it.
+// Redis problems are conditions, Events and a requeue with backoff, never
+// errors; errors are for the API server.
+func (r *DistributedLockReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var dl v1alpha1.DistributedLock
 	if err := r.kube.Get(ctx, req.NamespacedName, &dl); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -122,69 +127,66 @@ func (r *DistributedLockReconciler) Reconcile(ctx context.Context, req reconcile
 		r.retire(ctx, req.NamespacedName, replaced)
 	}
 	orig := dl.DeepCopy()
-
-	key := dl.Spec.Key
-	if key == "" {
-		key = protocol.DefaultKey(dl.Namespace, dl.Name)
-	}
-	st.setKey(key)
-
 	rd := &round{
 		r:       r,
 		dl:      &dl,
-		key:     key,
 		session: r.opts.Pool.Session(string(dl.UID)),
 		now:     r.now().Truncate(time.Second),
 	}
 	defer rd.session.End()
 
-	// The status is written once, here, after every phase, and only when
-	// it changed; Events follow a successful write.
-	defer func() {
-		r.setStatus(rd)
-		changed := !equality.Semantic.DeepEqual(orig.Status, dl.Status)
-		if changed {
-			if perr := r.kube.Status().Patch(ctx, &dl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
-				if apierrors.IsConflict(perr) || apierrors.IsNotFound(perr) {
-					// A newer version is on its way through the watch.
-					log.V(1).Info("status patch raced a newer version; retrying", "error", perr.Error())
-					res, err = reconcile.Result{RequeueAfter: time.Second}, nil
-					return
-				}
-				res, err = reconcile.Result{}, errors.Join(err, fmt.Errorf("patching the status of %s: %w", req.NamespacedName, perr))
-				return
-			}
-			log.V(1).Info("status updated", "ready", readyStatus(&dl.Status))
-		}
-		r.emitTransitions(&dl, &orig.Status)
-		ready := readyStatus(&dl.Status) == "True"
-		r.state.setReady(req.NamespacedName, ready)
-		r.updateGauges()
-		if err == nil {
-			res = reconcile.Result{RequeueAfter: r.requeueAfter(st, ready)}
-		}
-	}()
-
-	if verr := protocol.ValidateKey(key); verr != nil {
-		rd.fail(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("spec.key cannot be used: %v", verr))
-		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("DistributedLock %s: %w", req.NamespacedName, verr))
-	}
-	if msg := specProblem(&dl.Spec); msg != "" {
-		rd.fail(v1alpha1.ReasonInvalidSpec, msg)
-		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("DistributedLock %s: %s", req.NamespacedName, msg))
-	}
-
 	pctx, cancel := context.WithTimeout(ctx, r.opts.ProbeTimeout)
 	defer cancel()
-	r.guards.markSeen(req.NamespacedName)
-	r.observe(pctx, rd)
-	return reconcile.Result{}, nil
+	var terminal error
+	if dl.Spec.Inline() {
+		terminal = r.observeInline(pctx, rd)
+	} else {
+		terminal = r.observeOnStore(pctx, rd)
+	}
+	st.setKey(rd.key)
+	return r.finishLock(ctx, rd, orig, st, terminal)
 }
 
-// observe runs the phases of one reconcile; each phase records what it
+// observeInline runs the store phases on the lock's own servers, then the
+// lock phases. It returns a terminal error for a spec retries cannot fix.
+func (r *DistributedLockReconciler) observeInline(ctx context.Context, rd *round) error {
+	dl := rd.dl
+	rd.store = inlineStore(dl)
+	rd.key = dl.EffectiveKey(false)
+	if r.opts.DisallowInlineLocks {
+		rd.fail(v1alpha1.ReasonInlineLocksDisabled, "this controller runs with --allow-inline-locks=false: put the lock on a LockStore or ClusterLockStore (spec.storeRef); delete and re-create it to move it")
+		return nil
+	}
+	if err := r.checkLockSpec(rd); err != nil {
+		return err
+	}
+	r.guards.markSeen(rd.store.requester())
+	r.observeStore(ctx, rd)
+	r.observeHolder(ctx, rd)
+	r.publishInline(ctx, rd)
+	logf.FromContext(ctx).V(1).Info("observed", "endpoints", len(rd.endpoints), "master", rd.master, "resolveReason", rd.failReason)
+	return nil
+}
+
+// checkLockSpec refuses what the API server holds but the controller cannot
+// use (an effective key the library refuses, an object stored before a
+// rule): InvalidSpec and a terminal error.
+func (r *DistributedLockReconciler) checkLockSpec(rd *round) error {
+	nn := types.NamespacedName{Namespace: rd.dl.Namespace, Name: rd.dl.Name}
+	if err := protocol.ValidateKey(rd.key); err != nil {
+		rd.fail(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("the effective key %q cannot be used: %v", rd.key, err))
+		return reconcile.TerminalError(fmt.Errorf("DistributedLock %s: %w", nn, err))
+	}
+	if msg := specProblem(&rd.dl.Spec, rd.store.redis); msg != "" {
+		rd.fail(v1alpha1.ReasonInvalidSpec, msg)
+		return reconcile.TerminalError(fmt.Errorf("DistributedLock %s: %s", nn, msg))
+	}
+	return nil
+}
+
+// observeStore runs the store phases of one round; each records what it
 // found in rd, and a phase that cannot go on stops the rest.
-func (r *DistributedLockReconciler) observe(ctx context.Context, rd *round) {
-	log := logf.FromContext(ctx)
+func (r *DistributedLockReconciler) observeStore(ctx context.Context, rd *round) {
 	if !r.loadCredentials(ctx, rd) {
 		return
 	}
@@ -193,15 +195,41 @@ func (r *DistributedLockReconciler) observe(ctx context.Context, rd *round) {
 	}
 	r.probeEndpoints(ctx, rd)
 	r.pickMaster(ctx, rd)
-	switch rd.dl.Spec.Redis.Mode {
+	switch rd.store.redis.Mode {
 	case v1alpha1.RedisModeRedlock:
 		r.checkRedlock(rd)
 	case v1alpha1.RedisModeReplicated, v1alpha1.RedisModeSentinel, v1alpha1.RedisModeCluster:
 		r.guardReplicas(ctx, rd)
 	}
 	r.preflight(ctx, rd)
-	r.observeHolder(ctx, rd)
-	log.V(1).Info("observed", "endpoints", len(rd.endpoints), "master", rd.master, "resolveReason", rd.failReason)
+}
+
+// finishLock is the end of every lock reconcile: the status is computed
+// from the round, patched once when it changed, Events follow a successful
+// write, and the next reconcile is scheduled.
+func (r *DistributedLockReconciler) finishLock(ctx context.Context, rd *round, orig *v1alpha1.DistributedLock, st *lockState, terminal error) (reconcile.Result, error) {
+	log := logf.FromContext(ctx)
+	dl := rd.dl
+	setLockStatus(rd)
+	if !equality.Semantic.DeepEqual(orig.Status, dl.Status) {
+		if err := r.kube.Status().Patch(ctx, dl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				// A newer version is on its way through the watch.
+				log.V(1).Info("status patch raced a newer version; retrying", "error", err.Error())
+				return reconcile.Result{RequeueAfter: time.Second}, nil
+			}
+			return reconcile.Result{}, errors.Join(terminal, fmt.Errorf("patching the status of %s/%s: %w", dl.Namespace, dl.Name, err))
+		}
+		log.V(1).Info("status updated", "ready", readyStatus(dl.Status.Conditions))
+	}
+	r.emitTransitions(dl, dl.Status.Conditions, orig.Status.Conditions, orig.Status.Master, dl.Status.Master)
+	ready := readyStatus(dl.Status.Conditions) == "True"
+	r.state.setReady(types.NamespacedName{Namespace: dl.Namespace, Name: dl.Name}, ready)
+	r.updateGauges()
+	if terminal != nil {
+		return reconcile.Result{}, terminal
+	}
+	return reconcile.Result{RequeueAfter: r.requeueAfter(&st.retry, ready)}, nil
 }
 
 // forget is a deleted lock: drop its pool references, guard wishes and
@@ -209,7 +237,7 @@ func (r *DistributedLockReconciler) observe(ctx context.Context, rd *round) {
 func (r *DistributedLockReconciler) forget(ctx context.Context, nn types.NamespacedName) {
 	st, ok := r.state.remove(nn)
 	if !ok {
-		r.guards.forget(nn)
+		r.guards.forget(kindInline + "/" + nn.Namespace + "/" + nn.Name)
 		r.updateGauges()
 		return
 	}
@@ -220,7 +248,7 @@ func (r *DistributedLockReconciler) forget(ctx context.Context, nn types.Namespa
 // are released, its guard wishes dropped, and an Event says Redis was
 // left alone.
 func (r *DistributedLockReconciler) retire(ctx context.Context, nn types.NamespacedName, st *lockState) {
-	r.guards.forget(nn)
+	r.guards.forget(kindInline + "/" + nn.Namespace + "/" + nn.Name)
 	r.updateGauges()
 	r.opts.Pool.Release(string(st.uid))
 	logf.FromContext(ctx).Info("DistributedLock deleted; Redis left alone: live leases run to their TTL, the fence counter and replica settings stay", "key", st.getKey())
@@ -232,14 +260,14 @@ func (r *DistributedLockReconciler) now() time.Time { return r.opts.Clock.Now() 
 // requeueAfter is the probe interval (plus 5 to 10% jitter so that many
 // locks do not probe in step) for a Ready lock, and a backoff from one
 // second up to the probe interval for a lock that is not.
-func (r *DistributedLockReconciler) requeueAfter(st *lockState, ready bool) time.Duration {
+func (r *DistributedLockReconciler) requeueAfter(retry *backoff.Exponential, ready bool) time.Duration {
 	interval := r.opts.ProbeInterval
-	st.retry.Min, st.retry.Max = time.Second, interval
+	retry.Min, retry.Max = time.Second, interval
 	if ready {
-		st.retry.Reset()
+		retry.Reset()
 		return interval + backoff.Jitter(interval/10)
 	}
-	return st.retry.Step()
+	return retry.Step()
 }
 
 // stateStore is what the reconciler remembers about each lock between

@@ -4,44 +4,47 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/redlease/redlease/api/v1alpha1"
 )
 
-// emitTransitions records Events for what changed between old and the new
-// status of dl: Ready becoming True or False (or changing its reason while
-// False), Preflight becoming False, a SettingsConflict appearing, the
-// master moving. Idle reconciles emit nothing. Notes are condition
-// messages, which never contain a lock value.
-func (r *DistributedLockReconciler) emitTransitions(dl *v1alpha1.DistributedLock, old *v1alpha1.DistributedLockStatus) {
-	st := &dl.Status
-	if c, changed := transition(old, st, v1alpha1.ConditionReady); changed {
+// emitTransitions records Events on obj (a lock or a store) for what
+// changed between the old and new conditions: Ready becoming True or False
+// (or changing its reason while False), Preflight becoming False, a
+// SettingsConflict appearing, the master moving. Idle reconciles emit
+// nothing. Notes are condition messages, which never contain a lock value.
+func (r *DistributedLockReconciler) emitTransitions(obj runtime.Object, conds, old []metav1.Condition, oldMaster, master string) {
+	if c, changed := transition(old, conds, v1alpha1.ConditionReady); changed {
 		if c.Status == metav1.ConditionTrue {
-			r.recorder.Eventf(dl, nil, corev1.EventTypeNormal, v1alpha1.ReasonAvailable, "Probe", "Ready: %s", c.Message)
+			r.recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonAvailable, "Probe", "Ready: %s", c.Message)
 		} else {
-			r.recorder.Eventf(dl, nil, corev1.EventTypeWarning, c.Reason, "Probe", "Not ready: %s", c.Message)
+			r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "Probe", "Not ready: %s", c.Message)
 		}
 	}
-	if c, changed := transition(old, st, v1alpha1.ConditionPreflight); changed && c.Status == metav1.ConditionFalse {
-		r.recorder.Eventf(dl, nil, corev1.EventTypeWarning, c.Reason, "Preflight", "%s", c.Message)
+	if c, changed := transition(old, conds, v1alpha1.ConditionPreflight); changed && c.Status == metav1.ConditionFalse {
+		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "Preflight", "%s", c.Message)
 	}
-	if c, changed := transition(old, st, v1alpha1.ConditionReplicationGuarded); changed && c.Reason == v1alpha1.ReasonSettingsConflict {
-		r.recorder.Eventf(dl, nil, corev1.EventTypeWarning, v1alpha1.ReasonSettingsConflict, "ApplyReplicaSettings", "%s", c.Message)
+	if c, changed := transition(old, conds, v1alpha1.ConditionReplicationGuarded); changed && c.Reason == v1alpha1.ReasonSettingsConflict {
+		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonSettingsConflict, "ApplyReplicaSettings", "%s", c.Message)
 	}
-	if old.Master != "" && st.Master != "" && old.Master != st.Master {
-		r.recorder.Eventf(dl, nil, corev1.EventTypeNormal, v1alpha1.ReasonMasterChanged, "Probe", "master moved from %s to %s", old.Master, st.Master)
+	if c, changed := transition(old, conds, v1alpha1.ConditionTenantsProvisioned); changed && c.Status == metav1.ConditionFalse {
+		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "ProvisionTenants", "%s", c.Message)
+	}
+	if oldMaster != "" && master != "" && oldMaster != master {
+		r.recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonMasterChanged, "Probe", "master moved from %s to %s", oldMaster, master)
 	}
 }
 
-// transition returns condition typ of st and whether its status or reason
-// differs from old's.
-func transition(old, st *v1alpha1.DistributedLockStatus, typ string) (*metav1.Condition, bool) {
-	c := meta.FindStatusCondition(st.Conditions, typ)
+// transition returns condition typ of conds and whether its status or
+// reason differs from old's.
+func transition(old, conds []metav1.Condition, typ string) (*metav1.Condition, bool) {
+	c := meta.FindStatusCondition(conds, typ)
 	if c == nil {
 		return nil, false
 	}
-	o := meta.FindStatusCondition(old.Conditions, typ)
+	o := meta.FindStatusCondition(old, typ)
 	return c, o == nil || o.Status != c.Status || o.Reason != c.Reason
 }
 

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/redlease/redlease/api/v1alpha1"
@@ -21,10 +19,10 @@ import (
 // went through the API server (whose schema defaults it) leaves it unset.
 const defaultMaxLagSeconds = 10
 
-// wantedGuard is the replica guard a lock asks for, and whether the
-// controller may apply it.
-func wantedGuard(dl *v1alpha1.DistributedLock) (want redisprobe.ReplicaSettings, waitFor int, manage bool) {
-	s := dl.Spec.Safety
+// wantedGuard is the replica guard a store (or inline lock) asks for, the
+// replicas its lock waits for (0 for a store: waitForReplicas is per
+// lock), and whether the controller may apply the guard.
+func wantedGuard(s *v1alpha1.SafetySpec) (want redisprobe.ReplicaSettings, waitFor int, manage bool) {
 	if s == nil {
 		return redisprobe.ReplicaSettings{}, 0, false
 	}
@@ -41,8 +39,8 @@ func wantedGuard(dl *v1alpha1.DistributedLock) (want redisprobe.ReplicaSettings,
 // and that enough replicas are connected for the guard and for
 // waitForReplicas. The result is ReplicationGuarded.
 func (r *DistributedLockReconciler) guardReplicas(ctx context.Context, rd *round) {
-	nn := types.NamespacedName{Namespace: rd.dl.Namespace, Name: rd.dl.Name}
-	want, waitFor, manage := wantedGuard(rd.dl)
+	nn := rd.store.requester()
+	want, waitFor, manage := wantedGuard(rd.store.safety)
 	if want.MinReplicasToWrite == 0 && waitFor == 0 {
 		r.guards.drop(nn)
 		rd.guard = result(metav1.ConditionTrue, v1alpha1.ReasonNotRequested, "no replica guard requested (spec.safety.minReplicasToWrite and waitForReplicas are 0)")
@@ -58,11 +56,16 @@ func (r *DistributedLockReconciler) guardReplicas(ctx context.Context, rd *round
 		return
 	}
 	if manage {
-		var ids []string
+		// A server is known by the run_id it reports through these
+		// credentials: a server that claims another's run_id reaches only
+		// requests made with the same credentials, so forging one needs
+		// the victim's password.
+		fp := redisprobe.Fingerprint(rd.creds.servers)
+		var servers []guardServer
 		for _, m := range rd.masters {
-			ids = append(ids, m.info.RunID)
+			servers = append(servers, guardServer{creds: fp, runID: m.info.RunID})
 		}
-		r.guards.set(nn, want, ids)
+		r.guards.set(nn, guardWish{settings: want, servers: servers, store: rd.store.isStore()})
 	} else {
 		r.guards.drop(nn)
 	}
@@ -96,6 +99,7 @@ func (r *DistributedLockReconciler) guardMaster(ctx context.Context, rd *round, 
 // of m). It returns false, having recorded why in v, when they cannot be
 // read or applied, or are weaker than want.
 func (r *DistributedLockReconciler) guardInForce(ctx context.Context, rd *round, m *endpoint, want redisprobe.ReplicaSettings, manage bool, v *guardVerdict) (redisprobe.ReplicaSettings, bool) {
+	nn := rd.store.requester()
 	cfg, err := readConfig(ctx, m)
 	if err != nil {
 		v.fail(configFailure(m, err))
@@ -103,10 +107,17 @@ func (r *DistributedLockReconciler) guardInForce(ctx context.Context, rd *round,
 	}
 	inForce := cfg.Replica
 	if manage {
-		eff, others := r.guards.effective(m.info.RunID, types.NamespacedName{Namespace: rd.dl.Namespace, Name: rd.dl.Name})
-		if len(others) > 0 {
-			v.conflicts = append(v.conflicts, fmt.Sprintf("%s: other locks ask for different settings (%s); the stricter %s applies", m.addr, strings.Join(others, ", "), eff))
+		srv := guardServer{creds: redisprobe.Fingerprint(rd.creds.servers), runID: m.info.RunID}
+		d := r.guards.effective(srv, nn)
+		if d.others > 0 {
+			v.conflicts = append(v.conflicts, conflictNote(m.addr, d))
 		}
+		if d.deferred {
+			// A store manages this server: its settings win, and this
+			// inline lock leaves them alone (it reports the conflict).
+			return inForce, inForce.AtLeast(want) || v.deferTo(m.addr, d.settings, want)
+		}
+		eff := d.settings
 		if inForce != eff {
 			applied, err := r.applyGuard(ctx, rd, m, inForce, eff)
 			if err != nil {
@@ -159,6 +170,13 @@ func (v *guardVerdict) fail(reason, msg string) {
 	v.failures = append(v.failures, msg)
 }
 
+// deferTo records that a store's settings on addr are weaker than this
+// inline lock wants; the lock may not change them. It returns false.
+func (v *guardVerdict) deferTo(addr string, store, want redisprobe.ReplicaSettings) bool {
+	v.fail(v1alpha1.ReasonGuardMissing, fmt.Sprintf("%s: a store manages this server's replica settings (%s), weaker than the requested %s; ask the store's owner", addr, store, want))
+	return false
+}
+
 // result is ReplicationGuarded: False with the failures, else True with the
 // conflicts, else True with what is in force on masters.
 func (v *guardVerdict) result(want redisprobe.ReplicaSettings, waitFor int, masters string) conditionResult {
@@ -196,22 +214,32 @@ func (r *DistributedLockReconciler) applyGuard(ctx context.Context, rd *round, m
 	}
 	replicaSettingsApplied.Inc()
 	log.Info("applied replica settings", "server", m.addr, "was", cur.String(), "now", eff.String())
-	r.recorder.Eventf(rd.dl, nil, corev1.EventTypeNormal, v1alpha1.ReasonGuardApplied, "ApplyReplicaSettings",
+	r.recorder.Eventf(rd.store.owner, nil, corev1.EventTypeNormal, v1alpha1.ReasonGuardApplied, "ApplyReplicaSettings",
 		"set %s on %s (was %s)", eff, m.addr, cur)
 	return cfg.Replica, nil
 }
 
-// mayLoosen reports whether every DistributedLock in the cache has been
-// reconciled since the controller started, so the registry knows every
-// lock's wishes.
+// mayLoosen reports whether every requester (inline lock and store) in the
+// cache has been reconciled since the controller started, so the registry
+// knows every wish.
 func (r *DistributedLockReconciler) mayLoosen(ctx context.Context) bool {
-	var list v1alpha1.DistributedLockList
-	if err := r.kube.List(ctx, &list); err != nil {
+	var locks v1alpha1.DistributedLockList
+	var stores v1alpha1.LockStoreList
+	var cluster v1alpha1.ClusterLockStoreList
+	if r.kube.List(ctx, &locks) != nil || r.kube.List(ctx, &stores) != nil || r.kube.List(ctx, &cluster) != nil {
 		return false
 	}
-	var all []types.NamespacedName
-	for _, dl := range list.Items {
-		all = append(all, types.NamespacedName{Namespace: dl.Namespace, Name: dl.Name})
+	var all []string
+	for i := range locks.Items {
+		if locks.Items[i].Spec.Inline() {
+			all = append(all, inlineStore(&locks.Items[i]).requester())
+		}
+	}
+	for i := range stores.Items {
+		all = append(all, lockStoreSpec(&stores.Items[i]).requester())
+	}
+	for i := range cluster.Items {
+		all = append(all, clusterStoreSpec(&cluster.Items[i]).requester())
 	}
 	return r.guards.allSeen(all)
 }
@@ -263,77 +291,127 @@ func masterList(ms []*endpoint) string {
 	return listAddrs(a)
 }
 
-// guardRegistry is the controller's memory of which locks want which
-// replica settings on which servers (by run_id, so two addresses of one
-// server are one server). Settings are server-wide, so the strictest wish
-// applies and disagreeing locks report SettingsConflict.
+// guardRegistry is the controller's memory of which requesters (stores and
+// inline locks) want which replica settings on which servers. A server is
+// the pair (credentials, run_id seen through them): two addresses of one
+// server are one server, and requests merge only between requesters that
+// reach the server with the same credentials, so a lock can never make the
+// controller change a server with anybody else's credentials. Settings are
+// server-wide: among requesters that merge the strictest wish applies, and
+// a store's wish wins over inline locks' on the same run_id.
 type guardRegistry struct {
 	mu    sync.Mutex
-	wants map[types.NamespacedName]guardWish
-	seen  map[types.NamespacedName]bool
+	wants map[string]guardWish
+	seen  map[string]bool
+}
+
+// guardServer is one server as one set of credentials sees it.
+type guardServer struct {
+	creds string // redisprobe.Fingerprint of the credentials used
+	runID string
 }
 
 type guardWish struct {
 	settings redisprobe.ReplicaSettings
-	servers  []string // run_ids
+	servers  []guardServer
+	// store is true for a LockStore or ClusterLockStore.
+	store bool
 }
 
 func newGuardRegistry() *guardRegistry {
-	return &guardRegistry{wants: map[types.NamespacedName]guardWish{}, seen: map[types.NamespacedName]bool{}}
+	return &guardRegistry{wants: map[string]guardWish{}, seen: map[string]bool{}}
 }
 
-func (g *guardRegistry) set(nn types.NamespacedName, s redisprobe.ReplicaSettings, runIDs []string) {
+func (g *guardRegistry) set(requester string, w guardWish) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.wants[nn] = guardWish{settings: s, servers: slices.Clone(runIDs)}
+	w.servers = slices.Clone(w.servers)
+	g.wants[requester] = w
 }
 
-func (g *guardRegistry) drop(nn types.NamespacedName) {
+func (g *guardRegistry) drop(requester string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	delete(g.wants, nn)
+	delete(g.wants, requester)
 }
 
-// forget drops everything about a deleted lock.
-func (g *guardRegistry) forget(nn types.NamespacedName) {
+// forget drops everything about a deleted requester.
+func (g *guardRegistry) forget(requester string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	delete(g.wants, nn)
-	delete(g.seen, nn)
+	delete(g.wants, requester)
+	delete(g.seen, requester)
 }
 
-// effective returns the strictest settings wished for server runID, and
-// the other locks that wish something different from self.
-func (g *guardRegistry) effective(runID string, self types.NamespacedName) (redisprobe.ReplicaSettings, []string) {
+// guardDecision is what a requester should apply to one server.
+type guardDecision struct {
+	// settings to apply: the strictest among the requesters self merges
+	// with, or, when deferred, the store's.
+	settings redisprobe.ReplicaSettings
+	// deferred is true for an inline lock on a server a store manages.
+	deferred bool
+	// others counts requesters on the same run_id that want different
+	// settings (they are not named: they may be other namespaces').
+	others int
+}
+
+// effective decides what self applies to srv. Requests merge between
+// requesters of the same class (stores, or inline locks) that use the
+// same credentials; an inline lock defers to any store that manages the
+// same run_id.
+func (g *guardRegistry) effective(srv guardServer, self string) guardDecision {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	mine := g.wants[self].settings
-	eff := mine
-	var others []string
-	for nn, w := range g.wants {
-		if !slices.Contains(w.servers, runID) {
+	mine := g.wants[self]
+	d := guardDecision{settings: mine.settings}
+	var storeWish *redisprobe.ReplicaSettings
+	for name, w := range g.wants {
+		if name == self {
 			continue
 		}
-		eff = eff.Stricter(w.settings)
-		if nn != self && w.settings != mine {
-			others = append(others, nn.String())
+		sameRun := slices.ContainsFunc(w.servers, func(s guardServer) bool { return s.runID == srv.runID })
+		if !sameRun {
+			continue
+		}
+		if w.settings != mine.settings {
+			d.others++
+		}
+		switch {
+		case w.store && !mine.store:
+			st := w.settings
+			if storeWish != nil {
+				st = storeWish.Stricter(st)
+			}
+			storeWish = &st
+		case w.store == mine.store && slices.Contains(w.servers, srv):
+			d.settings = d.settings.Stricter(w.settings)
 		}
 	}
-	slices.Sort(others)
-	return eff, others
+	if storeWish != nil {
+		d.settings, d.deferred = *storeWish, true
+	}
+	return d
 }
 
-func (g *guardRegistry) markSeen(nn types.NamespacedName) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.seen[nn] = true
+// conflictNote says on addr that other requesters want different settings.
+func conflictNote(addr string, d guardDecision) string {
+	if d.deferred {
+		return fmt.Sprintf("%s: a store manages this server's replica settings and they win over this lock's; %s applies", addr, d.settings)
+	}
+	return fmt.Sprintf("%s: %d other requester(s) ask for different settings; the stricter %s applies", addr, d.others, d.settings)
 }
 
-func (g *guardRegistry) allSeen(all []types.NamespacedName) bool {
+func (g *guardRegistry) markSeen(requester string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, nn := range all {
-		if !g.seen[nn] {
+	g.seen[requester] = true
+}
+
+func (g *guardRegistry) allSeen(all []string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, r := range all {
+		if !g.seen[r] {
 			return false
 		}
 	}

@@ -27,7 +27,7 @@ const maxIdentity = 512
 // value), keeps fenceHighWater, and raises any existing counter found below
 // it. When the servers cannot be read the previous holder stays in status.
 func (r *DistributedLockReconciler) observeHolder(ctx context.Context, rd *round) {
-	redlock := rd.dl.Spec.Redis.Mode == v1alpha1.RedisModeRedlock
+	redlock := rd.store.redis.Mode == v1alpha1.RedisModeRedlock
 	sources := holderSources(rd)
 	if len(sources) == 0 {
 		return
@@ -69,7 +69,7 @@ func (r *DistributedLockReconciler) observeHolder(ctx context.Context, rd *round
 // node, else the master (none when it is unknown).
 func holderSources(rd *round) []*endpoint {
 	switch {
-	case rd.dl.Spec.Redis.Mode == v1alpha1.RedisModeRedlock:
+	case rd.store.redis.Mode == v1alpha1.RedisModeRedlock:
 		return rd.masters
 	case rd.master != nil:
 		return []*endpoint{rd.master}

@@ -21,8 +21,8 @@ func (rd *round) client(addr string, sentinel bool) (*redis.Client, error) {
 	switch {
 	case sentinel:
 		t.Credentials = rd.creds.sentinels
-	case rd.dl.Spec.Redis.Mode != v1alpha1.RedisModeCluster:
-		t.DB = int(rd.dl.Spec.Redis.DB)
+	case rd.store.redis.Mode != v1alpha1.RedisModeCluster:
+		t.DB = int(rd.store.redis.DB)
 	}
 	return rd.session.Client(t)
 }
@@ -33,7 +33,7 @@ func (rd *round) client(addr string, sentinel bool) (*redis.Client, error) {
 // listed under another address (same run_id).
 func (r *DistributedLockReconciler) probeEndpoints(ctx context.Context, rd *round) {
 	r.probeAll(ctx, rd, rd.endpoints)
-	if rd.dl.Spec.Redis.Mode == v1alpha1.RedisModeReplicated {
+	if rd.store.redis.Mode == v1alpha1.RedisModeReplicated {
 		known := map[string]bool{}
 		for _, e := range rd.endpoints {
 			known[e.addr] = true
@@ -106,7 +106,7 @@ func probeResult(err error) string {
 // pickMaster finds the server(s) that take the lock's writes.
 func (r *DistributedLockReconciler) pickMaster(_ context.Context, rd *round) {
 	var p masterPick
-	switch rd.dl.Spec.Redis.Mode {
+	switch rd.store.redis.Mode {
 	case v1alpha1.RedisModeStandalone:
 		p = pickStandalone(rd.endpoints[0])
 	case v1alpha1.RedisModeReplicated:

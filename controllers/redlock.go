@@ -31,7 +31,7 @@ func redlockQuorum(r *v1alpha1.RedisSpec) int32 {
 // nodes make QuorumAvailable False with NodesNotIndependent: a majority of
 // them can be lost at once, which is Redlock's whole premise.
 func (r *DistributedLockReconciler) checkRedlock(rd *round) {
-	rd.quorumN = redlockQuorum(&rd.dl.Spec.Redis)
+	rd.quorumN = redlockQuorum(rd.store.redis)
 	groups, notes := independentGroups(rd.endpoints)
 	independent := 0
 	for _, g := range groups {

@@ -23,14 +23,14 @@ import (
 // fills rd.endpoints (and rd.sentinels) or stops the round.
 func (r *DistributedLockReconciler) resolve(ctx context.Context, rd *round) bool {
 	rd.slot = -1
-	spec := &rd.dl.Spec.Redis
+	spec := rd.store.redis
 	if spec.Mode == v1alpha1.RedisModeSentinel {
 		return r.resolveSentinel(ctx, rd)
 	}
 	addrs := spec.Addresses
 	if spec.Service != nil {
 		var err error
-		if addrs, err = r.serviceAddresses(ctx, rd.dl.Namespace, spec.Service); err != nil {
+		if addrs, err = r.serviceAddresses(ctx, rd.store.refNamespace(spec.Service.Namespace), spec.Service); err != nil {
 			rd.fail(v1alpha1.ReasonEndpointsUnresolved, err.Error())
 			return false
 		}
@@ -118,7 +118,7 @@ func ptrString(p *string) string {
 // resolveSentinel probes the Sentinels and asks the first that answers
 // (in spec order) for the master and its replicas.
 func (r *DistributedLockReconciler) resolveSentinel(ctx context.Context, rd *round) bool {
-	s := rd.dl.Spec.Redis.Sentinel
+	s := rd.store.redis.Sentinel
 	if s == nil {
 		rd.fail(v1alpha1.ReasonEndpointsUnresolved, "Sentinel mode needs spec.redis.sentinel")
 		return false
@@ -173,8 +173,10 @@ func (r *DistributedLockReconciler) resolveCluster(ctx context.Context, rd *roun
 			var shards []redisprobe.Shard
 			if shards, err = redisprobe.ClusterShards(ctx, c, tlsPorts); err == nil {
 				rd.shards = shards
-				if slot, err := redisprobe.KeySlot(ctx, c, rd.key); err == nil {
-					rd.slot = slot
+				if rd.key != "" {
+					if slot, err := redisprobe.KeySlot(ctx, c, rd.key); err == nil {
+						rd.slot = slot
+					}
 				}
 				break
 			}

@@ -13,7 +13,12 @@ import (
 // round is one reconcile of one lock: what each phase found, for the next
 // phases and for the status.
 type round struct {
-	r       *DistributedLockReconciler
+	r *DistributedLockReconciler
+	// store is what the store phases (resolve, probe, guard, preflight)
+	// work on: the lock's inline store, or a LockStore or ClusterLockStore.
+	store *storeSpec
+	// dl is the lock whose key the lock phases read; nil when the round
+	// reconciles a store.
 	dl      *v1alpha1.DistributedLock
 	key     string
 	session *redisprobe.Session
@@ -50,6 +55,18 @@ type round struct {
 	quorum    conditionResult
 	quorumN   int32
 	preflight conditionResult
+
+	// tenants is TenantsProvisioned of a store round, tenantCount the
+	// namespaces provisioned.
+	tenants     conditionResult
+	tenantCount int32
+
+	// storeReady is StoreReady of a lock on a store.
+	storeReady conditionResult
+	// connection and credentialsSecret are what the lock publishes for
+	// its pods (status.connection, status.credentialsSecretRef).
+	connection        *v1alpha1.ConnectionStatus
+	credentialsSecret string
 
 	// holderRead is true when the holder was observed this round.
 	holderRead bool
@@ -99,3 +116,13 @@ type endpoint struct {
 func (e *endpoint) reachable() bool { return e.probed && e.err == nil }
 
 func (e *endpoint) isMaster() bool { return e.reachable() && e.info.Role == redisprobe.RoleMaster }
+
+// slotsOf is the slot ranges Cluster master addr serves, "" when unknown.
+func (rd *round) slotsOf(addr string) string {
+	for _, sh := range rd.shards {
+		if sh.Master == addr {
+			return slotRanges(sh.Slots)
+		}
+	}
+	return ""
+}

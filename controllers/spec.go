@@ -12,8 +12,12 @@ import (
 // was: the controller reports it as InvalidSpec (Ready False) instead of
 // acting on it. Only deleting and re-creating the lock helps when the
 // offending fields are immutable.
-func specProblem(spec *v1alpha1.DistributedLockSpec) string {
-	r := &spec.Redis
+//
+// redis is the topology the lock runs on: its own, or its store's.
+func specProblem(spec *v1alpha1.DistributedLockSpec, r *v1alpha1.RedisSpec) string {
+	if w := spec.Safety; w != nil && w.WaitForReplicas > 0 && r.Mode != v1alpha1.RedisModeReplicated && r.Mode != v1alpha1.RedisModeSentinel && r.Mode != v1alpha1.RedisModeCluster {
+		return fmt.Sprintf("spec.safety.waitForReplicas needs replicas, and the lock's servers run in %s mode: use it with Replicated, Sentinel or Cluster", r.Mode)
+	}
 	if r.Mode == v1alpha1.RedisModeRedlock {
 		switch n := len(r.Addresses); {
 		case r.Service != nil:

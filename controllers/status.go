@@ -13,31 +13,71 @@ import (
 	"github.com/redlease/redlease/internal/redisprobe"
 )
 
-// setStatus writes what the round observed into the resource's status. It
+// setLockStatus writes what the round observed into the lock's status. It
 // only sets fields; the caller compares and patches.
-func (r *DistributedLockReconciler) setStatus(rd *round) {
+func setLockStatus(rd *round) {
 	dl := rd.dl
 	st := &dl.Status
-	mode := dl.Spec.Redis.Mode
 	st.ObservedGeneration = dl.Generation
-	st.Endpoints = endpointStatuses(rd)
-	st.Master = rd.masterAddr
-	st.Quorum = 0
-	if mode == v1alpha1.RedisModeRedlock {
-		st.Quorum = redlockQuorum(&dl.Spec.Redis)
+	if st.Key != rd.key {
+		// The holder and the high-water mark belong to the key: a lock
+		// stored before its key became immutable starts afresh.
+		st.Holder, st.FenceHighWater = nil, 0
 	}
+	st.Key = rd.key
+	st.Connection = rd.connection
+	st.CredentialsSecretRef = nil
+	if rd.credentialsSecret != "" {
+		st.CredentialsSecretRef = &v1alpha1.LocalSecretReference{Name: rd.credentialsSecret}
+	}
+	st.Master = rd.masterAddr
+	st.Quorum = rd.quorumN
 	if rd.holderRead {
 		st.Holder = rd.holder
 		st.FenceHighWater = rd.highWater
 	}
-
-	now := metav1.NewTime(rd.now.Truncate(time.Second))
-	set := func(typ string, c conditionResult) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: c.status, Reason: c.reason, Message: c.message,
-			ObservedGeneration: dl.Generation, LastTransitionTime: now,
-		})
+	if dl.Spec.Inline() {
+		st.Endpoints = endpointStatuses(rd)
+		setStoreConditions(rd, &st.Conditions, dl.Generation)
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStoreReady)
+		return
 	}
+	st.Endpoints = nil
+	for _, typ := range []string{v1alpha1.ConditionEndpointsResolved, v1alpha1.ConditionReplicationGuarded, v1alpha1.ConditionQuorumAvailable, v1alpha1.ConditionPreflight} {
+		meta.RemoveStatusCondition(&st.Conditions, typ)
+	}
+	setCondition(&st.Conditions, rd, dl.Generation, v1alpha1.ConditionStoreReady, rd.storeReady)
+	setCondition(&st.Conditions, rd, dl.Generation, v1alpha1.ConditionReady, readyOnStore(rd))
+}
+
+// setStoreStatus writes what a store round observed into a store's status.
+func setStoreStatus(rd *round, st *v1alpha1.LockStoreStatus, generation int64) {
+	st.ObservedGeneration = generation
+	st.Endpoints = endpointStatuses(rd)
+	st.Master = rd.masterAddr
+	st.Quorum = 0
+	if rd.store.redis.Mode == v1alpha1.RedisModeRedlock {
+		st.Quorum = redlockQuorum(rd.store.redis)
+	}
+	st.Tenants = rd.tenantCount
+	setStoreConditions(rd, &st.Conditions, generation)
+	setCondition(&st.Conditions, rd, generation, v1alpha1.ConditionTenantsProvisioned, rd.tenants)
+}
+
+// setCondition sets condition typ from c, stamped with the round's time.
+func setCondition(conds *[]metav1.Condition, rd *round, generation int64, typ string, c conditionResult) {
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type: typ, Status: c.status, Reason: c.reason, Message: c.message,
+		ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(rd.now.Truncate(time.Second)),
+	})
+}
+
+// setStoreConditions sets the conditions of the store phases (an inline
+// lock's or a store's): EndpointsResolved, ReplicationGuarded or
+// QuorumAvailable by mode, Preflight, and Ready.
+func setStoreConditions(rd *round, conds *[]metav1.Condition, generation int64) {
+	mode := rd.store.redis.Mode
+	set := func(typ string, c conditionResult) { setCondition(conds, rd, generation, typ, c) }
 	// notChecked stands in for a condition a failed round did not reach.
 	notChecked := func(c conditionResult) conditionResult {
 		if c.set {
@@ -51,13 +91,13 @@ func (r *DistributedLockReconciler) setStatus(rd *round) {
 	switch mode {
 	case v1alpha1.RedisModeRedlock:
 		set(v1alpha1.ConditionQuorumAvailable, notChecked(rd.quorum))
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionReplicationGuarded)
+		meta.RemoveStatusCondition(conds, v1alpha1.ConditionReplicationGuarded)
 	case v1alpha1.RedisModeStandalone:
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionQuorumAvailable)
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionReplicationGuarded)
+		meta.RemoveStatusCondition(conds, v1alpha1.ConditionQuorumAvailable)
+		meta.RemoveStatusCondition(conds, v1alpha1.ConditionReplicationGuarded)
 	default:
 		set(v1alpha1.ConditionReplicationGuarded, notChecked(rd.guard))
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionQuorumAvailable)
+		meta.RemoveStatusCondition(conds, v1alpha1.ConditionQuorumAvailable)
 	}
 	set(v1alpha1.ConditionPreflight, notChecked(rd.preflight))
 	set(v1alpha1.ConditionReady, ready(rd))
@@ -66,7 +106,7 @@ func (r *DistributedLockReconciler) setStatus(rd *round) {
 // ready is True when everything the lock needs is in force; else the
 // reason of the first thing that is not.
 func ready(rd *round) conditionResult {
-	mode := rd.dl.Spec.Redis.Mode
+	mode := rd.store.redis.Mode
 	var c conditionResult
 	switch {
 	case rd.failReason != "":
@@ -85,7 +125,10 @@ func ready(rd *round) conditionResult {
 		var msg string
 		switch mode {
 		case v1alpha1.RedisModeCluster:
-			msg = fmt.Sprintf("Cluster: %d master(s) answer; the key's slot %d is served by %s", len(rd.masters), rd.slot, rd.masterAddr)
+			msg = fmt.Sprintf("Cluster: %d master(s) answer", len(rd.masters))
+			if rd.slot >= 0 {
+				msg += fmt.Sprintf("; the key's slot %d is served by %s", rd.slot, rd.masterAddr)
+			}
 		default:
 			msg = fmt.Sprintf("%s: master %s answers", mode, rd.masterAddr)
 		}
@@ -156,6 +199,7 @@ func endpointStatuses(rd *round) []v1alpha1.EndpointStatus {
 			case redisprobe.RoleMaster:
 				es.Role = v1alpha1.EndpointRoleMaster
 				es.ConnectedReplicas = ptr.To(clampInt32(e.info.ConnectedReplicas))
+				es.Slots = rd.slotsOf(e.addr)
 			case redisprobe.RoleReplica:
 				es.Role = v1alpha1.EndpointRoleReplica
 			case redisprobe.RoleSentinel:
@@ -176,8 +220,8 @@ func endpointStatuses(rd *round) []v1alpha1.EndpointStatus {
 const maxEndpoints = 128
 
 // readyStatus is the Ready condition's status, or "".
-func readyStatus(st *v1alpha1.DistributedLockStatus) string {
-	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil {
+func readyStatus(conds []metav1.Condition) string {
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady); c != nil {
 		return string(c.Status)
 	}
 	return ""

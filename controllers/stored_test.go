@@ -108,22 +108,30 @@ func legacyEnv(t *testing.T, drop ...string) *kubetest.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := fs.ReadFile(os.DirFS(root), "config/crd/bases/redlease.io_distributedlocks.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(b, &crd.Object); err != nil {
-		t.Fatal(err)
-	}
-	dropRules(crd.Object, drop)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	if err := env.Client.Create(ctx, crd); err != nil {
-		t.Fatalf("installing the CRD: %v", err)
+	// The stores' CRDs go in as they are: the manager watches them.
+	for _, name := range []string{"distributedlocks", "lockstores", "clusterlockstores"} {
+		b, err := fs.ReadFile(os.DirFS(root), "config/crd/bases/redlease.io_"+name+".yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(b, &crd.Object); err != nil {
+			t.Fatal(err)
+		}
+		if name == "distributedlocks" {
+			dropRules(crd.Object, drop)
+		}
+		if err := env.Client.Create(ctx, crd); err != nil {
+			t.Fatalf("installing the CRD %s: %v", name, err)
+		}
 	}
 	for { // until the API server serves the kind
 		err := env.Client.List(ctx, &v1alpha1.DistributedLockList{})
+		if err == nil {
+			err = env.Client.List(ctx, &v1alpha1.ClusterLockStoreList{})
+		}
 		if err == nil {
 			return env
 		}

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/backoff"
 	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redisprobe"
 )
@@ -34,7 +34,7 @@ func TestErrorText(t *testing.T) {
 
 func TestRequeueBackoff(t *testing.T) {
 	r := NewDistributedLockReconciler(nil, nil, nil, Options{ProbeInterval: 10 * time.Second})
-	st := &lockState{}
+	st := &backoff.Exponential{}
 	var got []time.Duration
 	for range 6 {
 		got = append(got, r.requeueAfter(st, false))
@@ -53,105 +53,90 @@ func TestRequeueBackoff(t *testing.T) {
 	}
 }
 
+// TestGuardRegistry: requests merge only between requesters of one class
+// (stores, or inline locks) that reach a server with the same credentials;
+// an inline lock defers to a store on the same run_id; a server that
+// claims another's run_id through other credentials reaches nobody's
+// settings (the forged run_id attack).
 func TestGuardRegistry(t *testing.T) {
-	g := newGuardRegistry()
-	a, b, c := types.NamespacedName{Name: "a"}, types.NamespacedName{Name: "b"}, types.NamespacedName{Name: "c"}
 	s := func(w, l int) redisprobe.ReplicaSettings {
 		return redisprobe.ReplicaSettings{MinReplicasToWrite: w, MinReplicasMaxLag: l}
 	}
-	g.set(a, s(1, 10), []string{"run1"})
-	g.set(b, s(2, 20), []string{"run1", "run2"})
-	g.set(c, s(1, 10), []string{"run2"})
-	eff, others := g.effective("run1", a)
-	if eff != s(2, 10) || len(others) != 1 || others[0] != "/b" {
-		t.Errorf("effective(run1, a) = %v, %v", eff, others)
+	srv := func(creds, run string) guardServer { return guardServer{creds: creds, runID: run} }
+	type wish struct {
+		name string
+		w    guardWish
 	}
-	if eff, others := g.effective("run3", a); eff != s(1, 10) || len(others) != 0 {
-		t.Errorf("a server nobody else uses: %v, %v", eff, others)
+	cases := []struct {
+		name   string
+		wishes []wish
+		self   string
+		at     guardServer
+		want   guardDecision
+	}{
+		{"alone", []wish{{"a", guardWish{settings: s(1, 10), servers: []guardServer{srv("k1", "run1")}}}},
+			"a", srv("k1", "run1"), guardDecision{settings: s(1, 10)}},
+		{"same credentials merge to the stricter", []wish{
+			{"a", guardWish{settings: s(1, 10), servers: []guardServer{srv("k1", "run1")}}},
+			{"b", guardWish{settings: s(2, 20), servers: []guardServer{srv("k1", "run1"), srv("k1", "run2")}}},
+		}, "a", srv("k1", "run1"), guardDecision{settings: s(2, 10), others: 1}},
+		{"forged run_id through other credentials does not merge", []wish{
+			{"victim", guardWish{settings: s(1, 10), servers: []guardServer{srv("victim-creds", "run1")}}},
+			{"attacker", guardWish{settings: s(100, 1), servers: []guardServer{srv("attacker-creds", "run1")}}},
+		}, "victim", srv("victim-creds", "run1"), guardDecision{settings: s(1, 10), others: 1}},
+		{"store wins over an inline lock", []wish{
+			{"inline", guardWish{settings: s(3, 10), servers: []guardServer{srv("k1", "run1")}}},
+			{"store", guardWish{settings: s(1, 10), servers: []guardServer{srv("k2", "run1")}, store: true}},
+		}, "inline", srv("k1", "run1"), guardDecision{settings: s(1, 10), deferred: true, others: 1}},
+		{"a store ignores inline wishes", []wish{
+			{"inline", guardWish{settings: s(3, 10), servers: []guardServer{srv("k1", "run1")}}},
+			{"store", guardWish{settings: s(1, 10), servers: []guardServer{srv("k1", "run1")}, store: true}},
+		}, "store", srv("k1", "run1"), guardDecision{settings: s(1, 10), others: 1}},
+		{"another server", []wish{
+			{"a", guardWish{settings: s(1, 10), servers: []guardServer{srv("k1", "run1")}}},
+			{"b", guardWish{settings: s(2, 20), servers: []guardServer{srv("k1", "run2")}}},
+		}, "a", srv("k1", "run1"), guardDecision{settings: s(1, 10)}},
 	}
-	g.forget(b)
-	if eff, others := g.effective("run1", a); eff != s(1, 10) || len(others) != 0 {
-		t.Errorf("after b was forgotten: %v, %v", eff, others)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGuardRegistry()
+			for _, w := range tc.wishes {
+				g.set(w.name, w.w)
+			}
+			if got := g.effective(tc.at, tc.self); got != tc.want {
+				t.Errorf("effective = %+v, want %+v", got, tc.want)
+			}
+		})
 	}
-	g.markSeen(a)
-	if g.allSeen([]types.NamespacedName{a, c}) {
+}
+
+// TestGuardRegistrySeen: once every requester was seen, the registry says
+// so (and loosening is allowed); dropping a wish does not unsee the
+// requester, forgetting it does.
+func TestGuardRegistrySeen(t *testing.T) {
+	g := newGuardRegistry()
+	g.set("a", guardWish{settings: redisprobe.ReplicaSettings{MinReplicasToWrite: 1, MinReplicasMaxLag: 10}})
+	g.markSeen("a")
+	if g.allSeen([]string{"a", "c"}) {
 		t.Errorf("c was never seen")
 	}
-
-	// The positive cases: once every lock was seen, the registry says so
-	// (and loosening is allowed); dropping a wish does not unsee the lock,
-	// forgetting it does.
-	g.markSeen(c)
-	if !g.allSeen([]types.NamespacedName{a, c}) {
+	g.markSeen("c")
+	if !g.allSeen([]string{"a", "c"}) {
 		t.Errorf("a and c were both seen, allSeen says no")
 	}
 	if !g.allSeen(nil) {
-		t.Errorf("allSeen of no locks = false, want true")
+		t.Errorf("allSeen of no requesters = false, want true")
 	}
-	g.drop(c)
-	if !g.allSeen([]types.NamespacedName{a, c}) {
+	g.drop("c")
+	if !g.allSeen([]string{"a", "c"}) {
 		t.Errorf("drop(c) forgot that c was seen: only forget does")
 	}
-	if eff, others := g.effective("run2", c); eff != (redisprobe.ReplicaSettings{}) || len(others) != 0 {
-		t.Errorf("after c dropped its wish, effective(run2, c) = %v, %v, want nothing", eff, others)
-	}
-	g.forget(c)
-	if g.allSeen([]types.NamespacedName{a, c}) {
+	g.forget("c")
+	if g.allSeen([]string{"a", "c"}) {
 		t.Errorf("c was forgotten, allSeen still counts it as seen")
 	}
 }
 
-// TestGuardRegistryMerges: wishes on one server merge field by field: the
-// most replicas and the tightest (non-zero) lag, whichever locks they come
-// from; every lock on that server gets the same result, and the ones that
-// asked for something else are reported, sorted.
-func TestGuardRegistryMerges(t *testing.T) {
-	g := newGuardRegistry()
-	a, b, c := types.NamespacedName{Name: "a"}, types.NamespacedName{Name: "b"}, types.NamespacedName{Name: "c"}
-	s := func(w, l int) redisprobe.ReplicaSettings {
-		return redisprobe.ReplicaSettings{MinReplicasToWrite: w, MinReplicasMaxLag: l}
-	}
-	d, e := types.NamespacedName{Namespace: "ns", Name: "d"}, types.NamespacedName{Namespace: "ns", Name: "e"}
-	g.set(a, s(1, 10), []string{"run1"})
-	g.set(b, s(3, 30), []string{"run1"})
-	g.set(c, s(1, 5), []string{"run1", "run2"})
-	g.set(d, s(1, 10), []string{"run1"}) // agrees with a
-	g.set(e, s(2, 0), []string{"run2"})  // no lag bound of its own
-	for _, tc := range []struct {
-		runID  string
-		self   types.NamespacedName
-		eff    redisprobe.ReplicaSettings
-		others []string
-	}{
-		{"run1", a, s(3, 5), []string{"/b", "/c"}}, // d wants what a wants: no conflict
-		{"run1", d, s(3, 5), []string{"/b", "/c"}},
-		{"run1", b, s(3, 5), []string{"/a", "/c", "ns/d"}},
-		{"run1", c, s(3, 5), []string{"/a", "/b", "ns/d"}},
-		{"run2", c, s(2, 5), []string{"ns/e"}}, // b's 3 replicas are on run1 only
-		{"run2", e, s(2, 5), []string{"/c"}},   // e's unset lag takes c's
-	} {
-		eff, others := g.effective(tc.runID, tc.self)
-		if eff != tc.eff || !slices.Equal(others, tc.others) {
-			t.Errorf("effective(%s, %s) = %v, %v; want %v, %v", tc.runID, tc.self, eff, others, tc.eff, tc.others)
-		}
-	}
-	// A new wish replaces the old one, servers included.
-	g.set(b, s(1, 10), []string{"run2"})
-	if eff, others := g.effective("run1", a); eff != s(1, 5) || !slices.Equal(others, []string{"/c"}) {
-		t.Errorf("after b moved to run2 with a's settings: effective(run1, a) = %v, %v; want %v, [/c]", eff, others, s(1, 5))
-	}
-	if eff, others := g.effective("run2", b); eff != s(2, 5) || !slices.Equal(others, []string{"/c", "ns/e"}) {
-		t.Errorf("effective(run2, b) = %v, %v; want %v, [/c ns/e]", eff, others, s(2, 5))
-	}
-	g.set(c, s(1, 10), []string{"run1"})
-	g.set(b, s(1, 10), []string{"run1"})
-	if eff, others := g.effective("run1", a); eff != s(1, 10) || len(others) != 0 {
-		t.Errorf("a, b, c and d all want %v on run1: effective = %v, %v; want no conflict", s(1, 10), eff, others)
-	}
-}
-
-// TestRedlockQuorumOf: the quorum is a majority of the spec's addresses,
-// never of what a Service happens to have ready.
 func TestRedlockQuorumOf(t *testing.T) {
 	svc := &v1alpha1.ServiceReference{Name: "redlock", Port: 6379}
 	for _, c := range []struct {
@@ -202,7 +187,7 @@ func TestSpecProblem(t *testing.T) {
 		{"renewal shorter than ttl, as the old rule had it", withRenewal(10*time.Second, 9*time.Second), "at most 4.949s for ttl 10s"},
 		{"shortest ttl", withRenewal(100*time.Millisecond, 49*time.Millisecond), "at most 48.5ms for ttl 100ms"},
 	} {
-		got := specProblem(&c.spec)
+		got := specProblem(&c.spec, &c.spec.Redis)
 		if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
 			t.Errorf("%s: specProblem = %q, want %q", c.name, got, c.want)
 		}

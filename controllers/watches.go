@@ -1,3 +1,8 @@
+/*
+Copyright 2026 The redlease Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
 package controllers
 
 import (
@@ -20,39 +25,75 @@ import (
 )
 
 // Field indexes on DistributedLocks, so that a change of a Service,
-// EndpointSlice or Secret finds the locks that reference it without a scan.
+// EndpointSlice, Secret or store finds the locks that reference it without
+// a scan.
 const (
 	indexService = "spec.redis.service.name"
 	indexSecret  = "spec.redis.secretRefs" //nolint:gosec // G101: a field index name, not a credential
+	indexStore   = "spec.storeRef"
 )
 
-// SetupWithManager registers the field indexes and the controller: it
-// watches DistributedLocks (spec changes: status writes do not trigger a
-// reconcile), the Services and EndpointSlices they resolve through, and the
-// metadata of the Secrets they reference.
+// SetupWithManager registers the field indexes and three controllers: one
+// for DistributedLocks, one for LockStores, one for ClusterLockStores.
 func (r *DistributedLockReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	return r.setup(ctx, mgr, opts, r)
 }
 
-// setup is SetupWithManager with the reconciler the controller calls
+// setup is SetupWithManager with the lock reconciler the controller calls
 // (tests wrap r to count reconciles).
 func (r *DistributedLockReconciler) setup(ctx context.Context, mgr ctrl.Manager, opts controller.Options, rec reconcile.Reconciler) error {
 	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &v1alpha1.DistributedLock{}, indexService, serviceIndex); err != nil {
-		return fmt.Errorf("indexing DistributedLocks by Service: %w", err)
+	for name, fn := range map[string]client.IndexerFunc{indexService: serviceIndex, indexSecret: secretIndex, indexStore: storeIndex} {
+		if err := idx.IndexField(ctx, &v1alpha1.DistributedLock{}, name, fn); err != nil {
+			return fmt.Errorf("indexing DistributedLocks by %s: %w", name, err)
+		}
 	}
-	if err := idx.IndexField(ctx, &v1alpha1.DistributedLock{}, indexSecret, secretIndex); err != nil {
-		return fmt.Errorf("indexing DistributedLocks by Secret: %w", err)
-	}
-	return ctrl.NewControllerManagedBy(mgr).
+	// Lock reconciles follow their store's status (every status write of a
+	// store reaches its locks), the Services and Secrets they reference,
+	// and namespace labels (a ClusterLockStore's namespaceSelector).
+	err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.DistributedLock{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.locksForService)).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.locksForEndpointSlice)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.locksForSecret),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		Watches(&v1alpha1.LockStore{}, handler.EnqueueRequestsFromMapFunc(r.locksForStore(v1alpha1.StoreKindLockStore))).
+		Watches(&v1alpha1.ClusterLockStore{}, handler.EnqueueRequestsFromMapFunc(r.locksForStore(v1alpha1.StoreKindClusterLockStore))).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.locksInNamespace),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(opts).
 		Named("distributedlock").
 		Complete(rec)
+	if err != nil {
+		return err
+	}
+	for _, kind := range []v1alpha1.StoreKind{v1alpha1.StoreKindLockStore, v1alpha1.StoreKindClusterLockStore} {
+		if err := NewStoreReconciler(r, kind).setup(mgr, opts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setup registers the store controller of s.kind: it follows the store's
+// spec and annotations (a rotation request), the locks that use it (its
+// tenants), namespace labels, the Secrets it reads or wrote, and Services.
+func (s *StoreReconciler) setup(mgr ctrl.Manager, opts controller.Options) error {
+	var obj client.Object = &v1alpha1.LockStore{}
+	if s.kind == v1alpha1.StoreKindClusterLockStore {
+		obj = &v1alpha1.ClusterLockStore{}
+	}
+	all := handler.EnqueueRequestsFromMapFunc(s.allStores)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&v1alpha1.DistributedLock{}, handler.EnqueueRequestsFromMapFunc(s.storeOfLock)).
+		Watches(&corev1.Namespace{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&corev1.Service{}, all).
+		Watches(&discoveryv1.EndpointSlice{}, all).
+		WatchesMetadata(&corev1.Secret{}, all, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		WithOptions(opts).
+		Named(string(s.kind)).
+		Complete(s)
 }
 
 func serviceIndex(o client.Object) []string {
@@ -63,8 +104,14 @@ func serviceIndex(o client.Object) []string {
 	return nil
 }
 
+// secretIndex names the Secrets a lock reads: those its inline spec
+// references, and the credentials Secret its store writes for it.
 func secretIndex(o client.Object) []string {
 	dl := o.(*v1alpha1.DistributedLock)
+	if ref := dl.Spec.StoreRef; ref != nil {
+		st := &storeSpec{kind: string(ref.Kind), name: ref.Name}
+		return []string{credentialsSecretName(st)}
+	}
 	var names []string
 	add := func(ref *v1alpha1.SecretKeyRef) {
 		if ref != nil {
@@ -72,13 +119,28 @@ func secretIndex(o client.Object) []string {
 		}
 	}
 	add(dl.Spec.Redis.PasswordSecretRef)
+	if a := dl.Spec.ControllerAuth; a != nil {
+		add(a.PasswordSecretRef)
+	}
 	if s := dl.Spec.Redis.Sentinel; s != nil {
 		add(s.PasswordSecretRef)
 	}
 	if t := dl.Spec.Redis.TLS; t != nil {
 		add(t.CASecretRef)
+		if c := t.ClientCertSecretRef; c != nil {
+			names = append(names, c.Name)
+		}
 	}
 	return names
+}
+
+// storeIndex is "<kind>/<name>" of the lock's store.
+func storeIndex(o client.Object) []string {
+	dl := o.(*v1alpha1.DistributedLock)
+	if ref := dl.Spec.StoreRef; ref != nil {
+		return []string{string(ref.Kind) + "/" + ref.Name}
+	}
+	return nil
 }
 
 func (r *DistributedLockReconciler) locksForService(ctx context.Context, o client.Object) []reconcile.Request {
@@ -97,6 +159,32 @@ func (r *DistributedLockReconciler) locksForSecret(ctx context.Context, o client
 	return r.locksBy(ctx, o.GetNamespace(), indexSecret, o.GetName())
 }
 
+// locksForStore maps a store to the locks on it (a LockStore's in its
+// namespace, a ClusterLockStore's everywhere).
+func (r *DistributedLockReconciler) locksForStore(kind v1alpha1.StoreKind) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		return r.locksBy(ctx, o.GetNamespace(), indexStore, string(kind)+"/"+o.GetName())
+	}
+}
+
+// locksInNamespace maps a namespace to its locks on ClusterLockStores.
+func (r *DistributedLockReconciler) locksInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.DistributedLockList
+	if err := r.kube.List(ctx, &list, client.InNamespace(o.GetName())); err != nil {
+		logf.FromContext(ctx).Error(err, "listing DistributedLocks", "namespace", o.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, dl := range list.Items {
+		if ref := dl.Spec.StoreRef; ref != nil && ref.Kind == v1alpha1.StoreKindClusterLockStore {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: dl.Namespace, Name: dl.Name}})
+		}
+	}
+	return reqs
+}
+
+// locksBy lists the locks whose index has value, in namespace ns ("" for
+// every namespace).
 func (r *DistributedLockReconciler) locksBy(ctx context.Context, ns, index, value string) []reconcile.Request {
 	var list v1alpha1.DistributedLockList
 	if err := r.kube.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{index: value}); err != nil {
@@ -106,6 +194,47 @@ func (r *DistributedLockReconciler) locksBy(ctx context.Context, ns, index, valu
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for _, dl := range list.Items {
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: dl.Namespace, Name: dl.Name}})
+	}
+	return reqs
+}
+
+// storeOfLock maps a lock to its store, when the store is of s.kind.
+func (s *StoreReconciler) storeOfLock(_ context.Context, o client.Object) []reconcile.Request {
+	dl := o.(*v1alpha1.DistributedLock)
+	ref := dl.Spec.StoreRef
+	if ref == nil || ref.Kind != s.kind {
+		return nil
+	}
+	nn := types.NamespacedName{Name: ref.Name}
+	if s.kind == v1alpha1.StoreKindLockStore {
+		nn.Namespace = dl.Namespace
+	}
+	return []reconcile.Request{{NamespacedName: nn}}
+}
+
+// allStores maps any change a store may depend on (a namespace's labels, a
+// Secret, a Service) to every store of s.kind: stores are few, and a
+// store reconcile that finds nothing changed writes nothing.
+func (s *StoreReconciler) allStores(ctx context.Context, _ client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	if s.kind == v1alpha1.StoreKindClusterLockStore {
+		var list v1alpha1.ClusterLockStoreList
+		if err := s.kube.List(ctx, &list); err != nil {
+			logf.FromContext(ctx).Error(err, "listing ClusterLockStores")
+			return nil
+		}
+		for _, cs := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: cs.Name}})
+		}
+		return reqs
+	}
+	var list v1alpha1.LockStoreList
+	if err := s.kube.List(ctx, &list); err != nil {
+		logf.FromContext(ctx).Error(err, "listing LockStores")
+		return nil
+	}
+	for _, ls := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ls.Namespace, Name: ls.Name}})
 	}
 	return reqs
 }

@@ -1,0 +1,325 @@
+/*
+Copyright 2026 The redlease Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/protocol"
+	"github.com/redlease/redlease/internal/redisacl"
+)
+
+// Annotations on a tenant's credentials Secret that carry a password
+// rotation across reconciles.
+const (
+	// annotationRotated is the rotate request last honoured: the store's
+	// redlease.io/rotate, "/", the Secret's.
+	annotationRotated = "redlease.io/rotated"
+	// annotationPreviousHash is the hash of the password before the last
+	// rotation, still accepted until annotationPreviousUntil.
+	annotationPreviousHash  = "redlease.io/previous-password-hash"
+	annotationPreviousUntil = "redlease.io/previous-password-until"
+)
+
+// minRotationGrace is the shortest time an old password stays valid.
+const minRotationGrace = 10 * time.Second
+
+// provisionTenants writes the credentials Secret of every namespace with
+// locks on the store (that the store admits), and under isolation ACL
+// creates or refreshes each namespace's Redis user on every node and
+// deletes the users of namespaces that left. Secrets of namespaces that
+// left are deleted. The result is TenantsProvisioned.
+func (s *StoreReconciler) provisionTenants(ctx context.Context, rd *round, so storeObject) {
+	tenants, err := s.tenantNamespaces(ctx, so)
+	if err != nil {
+		rd.tenants = result(metav1.ConditionUnknown, v1alpha1.ReasonReconciling, err.Error())
+		return
+	}
+	var problems []string
+	reason := ""
+	provisioned := int32(0)
+	acl := so.spec.isolation == v1alpha1.IsolationACL
+	var nodes []*endpoint
+	if acl {
+		nodes, problems = aclNodes(rd)
+		if len(problems) > 0 {
+			reason = v1alpha1.ReasonEndpointUnreachable
+		}
+	}
+	for _, ns := range tenants {
+		var perr error
+		if acl {
+			perr = s.provisionACLTenant(ctx, rd, so, ns.name, ns.longestTTL, nodes)
+		} else {
+			perr = s.provisionSharedTenant(ctx, rd, ns.name)
+		}
+		if perr != nil {
+			if reason == "" || errors.Is(perr, redisacl.ErrACLUnavailable) {
+				reason = tenantFailureReason(perr)
+			}
+			problems = append(problems, fmt.Sprintf("%s: %v", ns.name, errorText(perr)))
+			continue
+		}
+		provisioned++
+	}
+	if acl {
+		keep := map[string]bool{}
+		for _, ns := range tenants {
+			keep[protocol.TenantUsername(string(so.spec.uid), ns.name)] = true
+		}
+		for _, e := range s.pruneUsers(ctx, rd, keep) {
+			problems = append(problems, errorText(e))
+		}
+	}
+	if err := s.deleteStaleSecrets(ctx, so.spec, tenants); err != nil {
+		problems = append(problems, err.Error())
+	}
+	rd.tenantCount = provisioned
+	switch {
+	case len(problems) > 0:
+		rd.tenants = result(metav1.ConditionFalse, firstNonEmpty(reason, v1alpha1.ReasonCredentialsNotProvisioned),
+			fmt.Sprintf("%d of %d namespace(s) provisioned: %s", provisioned, len(tenants), joinList(problems)))
+	case acl:
+		rd.tenants = result(metav1.ConditionTrue, v1alpha1.ReasonTenantsProvisioned, fmt.Sprintf("%d namespace(s) provisioned, each with its own Redis user on %d node(s)", provisioned, len(nodes)))
+	default:
+		rd.tenants = result(metav1.ConditionTrue, v1alpha1.ReasonTenantsProvisioned, fmt.Sprintf("%d namespace(s) provisioned", provisioned))
+	}
+}
+
+func tenantFailureReason(err error) string {
+	if errors.Is(err, redisacl.ErrACLUnavailable) {
+		return v1alpha1.ReasonACLUnavailable
+	}
+	return v1alpha1.ReasonCredentialsNotProvisioned
+}
+
+// tenant is a namespace with locks on a store.
+type tenant struct {
+	name string
+	// longestTTL of its locks on the store: an old password stays valid
+	// for twice that after a rotation.
+	longestTTL time.Duration
+}
+
+// tenantNamespaces are the namespaces with locks on the store that the
+// store admits (a LockStore: its own namespace; a ClusterLockStore: those
+// its namespaceSelector selects), sorted.
+func (s *StoreReconciler) tenantNamespaces(ctx context.Context, so storeObject) ([]tenant, error) {
+	var locks v1alpha1.DistributedLockList
+	opts := []client.ListOption{client.MatchingFields{indexStore: string(s.kind) + "/" + so.spec.name}}
+	if so.spec.namespace != "" {
+		opts = append(opts, client.InNamespace(so.spec.namespace))
+	}
+	if err := s.kube.List(ctx, &locks, opts...); err != nil {
+		return nil, fmt.Errorf("listing the locks on %s: %w", so.spec.requester(), err)
+	}
+	ttl := map[string]time.Duration{}
+	for i := range locks.Items {
+		dl := &locks.Items[i]
+		ttl[dl.Namespace] = max(ttl[dl.Namespace], dl.Spec.TTLOrDefault())
+	}
+	var out []tenant
+	for ns, t := range ttl {
+		if so.tenants != nil {
+			ok, err := s.namespaceAllowed(ctx, so.tenants, ns)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		out = append(out, tenant{name: ns, longestTTL: t})
+	}
+	slices.SortFunc(out, func(a, b tenant) int { return strings.Compare(a.name, b.name) })
+	return out, nil
+}
+
+// namespaceAllowed reports whether the store's namespaceSelector selects
+// namespace ns (an absent selector selects none).
+func (r *DistributedLockReconciler) namespaceAllowed(ctx context.Context, t *v1alpha1.TenantsSpec, ns string) (bool, error) {
+	if t.NamespaceSelector == nil {
+		return false, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(t.NamespaceSelector)
+	if err != nil {
+		return false, fmt.Errorf("the store's tenants.namespaceSelector is invalid: %w", err)
+	}
+	var n corev1.Namespace
+	if err := r.kube.Get(ctx, types.NamespacedName{Name: ns}, &n); err != nil {
+		return false, fmt.Errorf("reading namespace %s: %w", ns, err)
+	}
+	return sel.Matches(labels.Set(n.Labels)), nil
+}
+
+// provisionSharedTenant writes the store's clientAuth into the namespace
+// (LockStores, and ClusterLockStores with isolation None).
+func (s *StoreReconciler) provisionSharedTenant(ctx context.Context, rd *round, ns string) error {
+	data, err := s.podCredentials(ctx, rd.store, rd.store.clientAuth)
+	if err != nil {
+		return err
+	}
+	return s.writeCredentials(ctx, rd.store, ns, credentialsSecretName(rd.store), data, nil)
+}
+
+// aclNodes are the data servers a tenant user must exist on (masters and
+// replicas alike: ACLs do not replicate, and a replica can be promoted),
+// and the ones that did not answer.
+func aclNodes(rd *round) (nodes []*endpoint, down []string) {
+	for _, e := range rd.endpoints {
+		if e.reachable() {
+			nodes = append(nodes, e)
+		} else {
+			down = append(down, fmt.Sprintf("%s did not answer: its tenant users are not provisioned", e.addr))
+		}
+	}
+	return nodes, down
+}
+
+// provisionACLTenant gives namespace ns its Redis user on every node and
+// writes its credentials Secret. The password lives in that Secret; a
+// rotation request (redlease.io/rotate on the store or on the Secret)
+// makes a new one, and the old one stays accepted for twice the longest
+// TTL of the namespace's locks, so held leases renew across it.
+func (s *StoreReconciler) provisionACLTenant(ctx context.Context, rd *round, so storeObject, ns string, longestTTL time.Duration, nodes []*endpoint) error {
+	if len(nodes) == 0 {
+		return errors.New("no node answered")
+	}
+	name := credentialsSecretName(so.spec)
+	prev, err := s.secretWithMeta(ctx, types.NamespacedName{Namespace: ns, Name: name})
+	if err != nil {
+		return err
+	}
+	pw := rotation(prev, so.obj.GetAnnotations()[v1alpha1.AnnotationRotate], rd.now, max(2*longestTTL, minRotationGrace))
+	opts := protocol.ACLOptions{DB: int(so.spec.redis.DB), Cluster: so.spec.redis.Mode == v1alpha1.RedisModeCluster}
+	if opts, err = redisacl.DetectOptions(ctx, nodes[0].client, opts); err != nil {
+		return err
+	}
+	rules, err := protocol.TenantACLRules(ns, opts)
+	if err != nil {
+		return err
+	}
+	user := protocol.TenantUsername(string(so.spec.uid), ns)
+	for _, e := range nodes {
+		if err := redisacl.Provision(ctx, e.client, user, rules, pw.passwords); err != nil {
+			return err
+		}
+	}
+	data, err := s.sharedCredentials(ctx, so.spec)
+	if err != nil {
+		return err
+	}
+	data[v1alpha1.CredentialsUsername] = []byte(user)
+	data[v1alpha1.CredentialsPassword] = []byte(pw.passwords.Current)
+	return s.writeCredentials(ctx, so.spec, ns, name, data, pw.annotations)
+}
+
+// existingSecret is what a tenant's Secret holds now (zero when missing).
+type existingSecret struct {
+	data        map[string][]byte
+	annotations map[string]string
+}
+
+// secretWithMeta reads a Secret's data and annotations, uncached.
+func (s *StoreReconciler) secretWithMeta(ctx context.Context, nn types.NamespacedName) (existingSecret, error) {
+	var sec corev1.Secret
+	if err := s.apiReader.Get(ctx, nn, &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return existingSecret{}, nil
+		}
+		return existingSecret{}, fmt.Errorf("reading the credentials Secret %s: %w", nn, err)
+	}
+	return existingSecret{data: sec.Data, annotations: sec.Annotations}, nil
+}
+
+// rotated is a tenant's passwords after a rotation step, and the
+// annotations that carry the step to the next reconcile.
+type rotated struct {
+	passwords   redisacl.Passwords
+	annotations map[string]string
+}
+
+// rotation decides a tenant's passwords: the current one kept, or a new one
+// when there is none or a rotation was requested since the last one (the
+// old one then stays accepted until now+grace).
+func rotation(cur existingSecret, storeToken string, now time.Time, grace time.Duration) rotated {
+	want := storeToken + "/" + cur.annotations[v1alpha1.AnnotationRotate]
+	out := rotated{annotations: map[string]string{annotationRotated: want}}
+	pw := string(cur.data[v1alpha1.CredentialsPassword])
+	prevHash, until := cur.annotations[annotationPreviousHash], cur.annotations[annotationPreviousUntil]
+	switch {
+	case pw == "":
+		pw, prevHash, until = redisacl.NewPassword(), "", ""
+	case cur.annotations[annotationRotated] != want:
+		prevHash, until = redisacl.PasswordHash(pw), now.Add(grace).UTC().Format(time.RFC3339)
+		pw = redisacl.NewPassword()
+	}
+	if t, err := time.Parse(time.RFC3339, until); err != nil || !now.Before(t) {
+		prevHash, until = "", ""
+	}
+	out.passwords.Current = pw
+	out.annotations[annotationPreviousHash] = prevHash
+	out.annotations[annotationPreviousUntil] = until
+	if prevHash != "" {
+		out.passwords.PreviousHashes = []string{prevHash}
+	}
+	return out
+}
+
+// pruneUsers deletes, on every node that answers, the users with the
+// store's prefix that keep does not name (nil keep: all of them).
+func (s *StoreReconciler) pruneUsers(ctx context.Context, rd *round, keep map[string]bool) []error {
+	prefix := protocol.TenantUserPrefix(string(rd.store.uid))
+	var errs []error
+	for _, e := range rd.endpoints {
+		if !e.reachable() {
+			continue
+		}
+		if _, err := redisacl.Prune(ctx, e.client, prefix, keep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// deleteStaleSecrets deletes the credentials Secrets the store wrote in
+// namespaces that are no longer its tenants.
+func (s *StoreReconciler) deleteStaleSecrets(ctx context.Context, st *storeSpec, tenants []tenant) error {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	opts := []client.ListOption{client.MatchingLabels{v1alpha1.LabelStoreUID: string(st.uid)}}
+	if st.namespace != "" {
+		opts = append(opts, client.InNamespace(st.namespace))
+	}
+	if err := s.kube.List(ctx, &list, opts...); err != nil {
+		return fmt.Errorf("listing the credentials Secrets of %s: %w", st.requester(), err)
+	}
+	var errs []error
+	for i := range list.Items {
+		m := &list.Items[i]
+		if slices.ContainsFunc(tenants, func(t tenant) bool { return t.name == m.Namespace }) {
+			continue
+		}
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
+		if err := s.kube.Delete(ctx, sec); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting the credentials Secret %s/%s: %w", m.Namespace, m.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
