@@ -60,7 +60,7 @@ func (r *DistributedLockReconciler) guardReplicas(ctx context.Context, rd *round
 		// credentials: a server that claims another's run_id reaches only
 		// requests made with the same credentials, so forging one needs
 		// the victim's password.
-		fp := redisprobe.Fingerprint(rd.creds.servers)
+		fp := rd.creds.servers.Fingerprint()
 		var servers []guardServer
 		for _, m := range rd.masters {
 			servers = append(servers, guardServer{creds: fp, runID: m.info.RunID})
@@ -107,7 +107,7 @@ func (r *DistributedLockReconciler) guardInForce(ctx context.Context, rd *round,
 	}
 	inForce := cfg.Replica
 	if manage {
-		srv := guardServer{creds: redisprobe.Fingerprint(rd.creds.servers), runID: m.info.RunID}
+		srv := guardServer{creds: rd.creds.servers.Fingerprint(), runID: m.info.RunID}
 		d := r.guards.effective(srv, nn)
 		if d.others > 0 {
 			v.conflicts = append(v.conflicts, conflictNote(m.addr, d))
