@@ -1,0 +1,169 @@
+/*
+Copyright 2026 The redlease Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package protocol_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/redlease/redlease/internal/protocol"
+)
+
+// scriptCall finds the commands a script runs: redis.call('X' or
+// redis.pcall("X".
+var scriptCall = regexp.MustCompile(`redis\.p?call\(\s*['"]([A-Za-z|]+)['"]`)
+
+func TestTenantACLRulesCoverScripts(t *testing.T) {
+	rules, err := protocol.TenantACLRules("team-a", protocol.ACLOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("lua/*.lua")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts found in lua/ (%v)", err)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f) //nolint:gosec // G304: a path from the Glob of this package's own lua/ directory
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := scriptCall.FindAllStringSubmatch(string(src), -1)
+		if len(calls) == 0 {
+			t.Errorf("%s: no redis.call found; has the calling convention changed?", f)
+		}
+		for _, m := range calls {
+			if cmd := "+" + strings.ToLower(m[1]); !slices.Contains(rules, cmd) {
+				t.Errorf("%s runs %s, which the tenant ACL rules do not allow (%s missing)", f, m[1], cmd)
+			}
+		}
+	}
+}
+
+func TestTenantACLRules(t *testing.T) {
+	base := []string{
+		"resetkeys", "~team-a/*", "~{team-a/*",
+		"resetchannels", "&{team-a/*", "&team-a/*",
+		"-@all",
+		"+eval", "+evalsha", "+get", "+set", "+del", "+incr", "+time", "+pexpire", "+pttl", "+publish",
+		"+wait", "+ping", "+subscribe", "+unsubscribe",
+	}
+	tests := []struct {
+		name  string
+		opts  protocol.ACLOptions
+		extra []string
+	}{
+		{"standalone db 0", protocol.ACLOptions{}, nil},
+		{"db 3 selects", protocol.ACLOptions{DB: 3}, []string{"+select"}},
+		{"sharded pub/sub", protocol.ACLOptions{ShardedPubSub: true}, []string{"+spublish", "+ssubscribe", "+sunsubscribe"}},
+		{"cluster", protocol.ACLOptions{Cluster: true}, []string{"+cluster|slots", "+asking", "+readonly", "+command"}},
+		{"client setinfo", protocol.ACLOptions{ClientSetInfo: true}, []string{"+client|setinfo"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := protocol.TenantACLRules("team-a", tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := append(slices.Clone(base), tt.extra...); !slices.Equal(got, want) {
+				t.Errorf("rules\n got %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
+// TestTenantPatternsCoverDerivedNames ties the patterns to keys.go: every
+// name derived from a namespace's key matches one of its patterns (all of
+// the form "prefix*"), and no other namespace's does.
+func TestTenantPatternsCoverDerivedNames(t *testing.T) {
+	rules, err := protocol.TenantACLRules("team-a", protocol.ACLOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keyPrefixes, channelPrefixes []string
+	for _, r := range rules {
+		switch {
+		case strings.HasPrefix(r, "~"):
+			keyPrefixes = append(keyPrefixes, strings.TrimSuffix(r[1:], "*"))
+		case strings.HasPrefix(r, "&"):
+			channelPrefixes = append(channelPrefixes, strings.TrimSuffix(r[1:], "*"))
+		}
+	}
+	matches := func(prefixes []string, name string) bool {
+		return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+	}
+	tests := []struct {
+		key  string
+		ours bool
+	}{
+		{"team-a/job", true},
+		{"team-a/orders{42}", true}, // own hash tag: "K:fence", "K:events"
+		{"team-a/{x}", true},
+		{"team-b/job", false},
+		{"team-ab/job", false},
+		{"team/job", false},
+		{"job", false},
+		{"team-a", false},
+	}
+	for _, tt := range tests {
+		for _, name := range []string{tt.key, protocol.FenceKey(tt.key)} {
+			if got := matches(keyPrefixes, name); got != tt.ours {
+				t.Errorf("key %q: allowed %v, want %v", name, got, tt.ours)
+			}
+		}
+		if ch := protocol.EventsChannel(tt.key); matches(channelPrefixes, ch) != tt.ours {
+			t.Errorf("channel %q: allowed %v, want %v", ch, !tt.ours, tt.ours)
+		}
+	}
+}
+
+func TestTenantACLRulesRefuseBadInput(t *testing.T) {
+	tests := []struct {
+		name string
+		ns   string
+		opts protocol.ACLOptions
+	}{
+		{"empty", "", protocol.ACLOptions{}},
+		{"glob star", "team*", protocol.ACLOptions{}},
+		{"glob question", "team?", protocol.ACLOptions{}},
+		{"glob class", "team[ab]", protocol.ACLOptions{}},
+		{"backslash", `team\`, protocol.ACLOptions{}},
+		{"slash", "team/a", protocol.ACLOptions{}},
+		{"space", "team a", protocol.ACLOptions{}},
+		{"upper case", "Team", protocol.ACLOptions{}},
+		{"leading dash", "-team", protocol.ACLOptions{}},
+		{"trailing dash", "team-", protocol.ACLOptions{}},
+		{"brace", "{team", protocol.ACLOptions{}},
+		{"too long", strings.Repeat("a", 64), protocol.ACLOptions{}},
+		{"negative db", "team-a", protocol.ACLOptions{DB: -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if rules, err := protocol.TenantACLRules(tt.ns, tt.opts); err == nil {
+				t.Errorf("TenantACLRules(%q, %+v) = %q, want an error", tt.ns, tt.opts, rules)
+			}
+		})
+	}
+	if _, err := protocol.TenantACLRules(strings.Repeat("a", 63), protocol.ACLOptions{}); err != nil {
+		t.Errorf("a 63-character namespace: %v", err)
+	}
+}
+
+func TestTenantUsername(t *testing.T) {
+	const uid = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+	if got, want := protocol.TenantUserPrefix(uid), "redlease-0f1e2d3c-"; got != want {
+		t.Errorf("TenantUserPrefix = %q, want %q", got, want)
+	}
+	if got, want := protocol.TenantUsername(uid, "team-a"), "redlease-0f1e2d3c-team-a"; got != want {
+		t.Errorf("TenantUsername = %q, want %q", got, want)
+	}
+	if got, want := protocol.TenantUserPrefix("abc"), "redlease-abc-"; got != want {
+		t.Errorf("TenantUserPrefix of a short UID = %q, want %q", got, want)
+	}
+}
