@@ -12,15 +12,19 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/kubetest"
 	"github.com/redlease/redlease/internal/locktest"
+	"github.com/redlease/redlease/internal/redisconn/certtest"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/kube"
 	"github.com/redlease/redlease/pkg/lock"
@@ -73,16 +77,53 @@ func podConfig(t *testing.T, env *kubetest.Env, ns string, secrets ...string) *r
 	return cfg
 }
 
-// createLock creates a DistributedLock and publishes status as the
-// controller would (these tests exercise pkg/kube, not the controller).
-func createLock(t *testing.T, env *kubetest.Env, ns, name string, spec v1alpha1.DistributedLockSpec, status v1alpha1.DistributedLockStatus) *v1alpha1.DistributedLock {
+// credentialsSecret is the name of the credentials Secret the tests
+// publish, as the controller would for a store named "shared".
+const credentialsSecret = "redlease-shared"
+
+// createLock creates a DistributedLock with spec; a spec naming neither a
+// store nor inline servers gets the ClusterLockStore "shared" (which need
+// not exist: these tests exercise pkg/kube, not the controller).
+func createLock(t *testing.T, env *kubetest.Env, ns, name string, spec v1alpha1.DistributedLockSpec) *v1alpha1.DistributedLock {
 	t.Helper()
+	if spec.StoreRef == nil && spec.Redis.Mode == "" {
+		spec.StoreRef = &v1alpha1.StoreReference{Kind: v1alpha1.StoreKindClusterLockStore, Name: "shared"}
+	}
 	dl := &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
 	if err := env.Client.Create(t.Context(), dl); err != nil {
 		t.Fatal(err)
 	}
-	setStatus(t, env, dl, status)
 	return dl
+}
+
+// publish does what the controller does for a Ready lock: it writes the
+// credentials Secret with data (created or replaced; nil leaves it as it
+// is, or absent), then the status naming it, with key and conn.
+func publish(t *testing.T, env *kubetest.Env, dl *v1alpha1.DistributedLock, key string, conn v1alpha1.ConnectionStatus, data map[string][]byte) {
+	t.Helper()
+	if data != nil {
+		writeSecret(t, env, dl.Namespace, data)
+	}
+	status := readyStatus()
+	status.Key, status.Connection = key, &conn
+	status.CredentialsSecretRef = &v1alpha1.LocalSecretReference{Name: credentialsSecret}
+	if conn.Mode == v1alpha1.RedisModeRedlock {
+		status.Quorum = int32(len(conn.Addresses)/2 + 1) //nolint:gosec // G115: a handful of test nodes
+	}
+	setStatus(t, env, dl, status)
+}
+
+// writeSecret creates or replaces the credentials Secret of ns.
+func writeSecret(t *testing.T, env *kubetest.Env, ns string, data map[string][]byte) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: credentialsSecret}, Data: data}
+	err := env.Client.Create(t.Context(), s)
+	if apierrors.IsAlreadyExists(err) {
+		err = env.Client.Update(t.Context(), s)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func setStatus(t *testing.T, env *kubetest.Env, dl *v1alpha1.DistributedLock, status v1alpha1.DistributedLockStatus) {
@@ -96,10 +137,22 @@ func setStatus(t *testing.T, env *kubetest.Env, dl *v1alpha1.DistributedLock, st
 	}
 }
 
-func readyStatus(master string) v1alpha1.DistributedLockStatus {
-	s := v1alpha1.DistributedLockStatus{Master: master}
+// readyStatus is a status with only the Ready condition, True.
+func readyStatus() v1alpha1.DistributedLockStatus {
+	var s v1alpha1.DistributedLockStatus
 	apimeta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAvailable, Message: "test"})
 	return s
+}
+
+// standalone is the connection of one server.
+func standalone(addr string) v1alpha1.ConnectionStatus {
+	return v1alpha1.ConnectionStatus{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{addr}}
+}
+
+// password is the data of a credentials Secret with a password for the
+// default user.
+func password(p string) map[string][]byte {
+	return map[string][]byte{v1alpha1.CredentialsPassword: []byte(p)}
 }
 
 func newKubeLocker(t *testing.T, cfg *rest.Config, ns, name string, opts ...lock.Option) *kube.Locker {
@@ -119,23 +172,20 @@ func newKubeLocker(t *testing.T, cfg *rest.Config, ns, name string, opts ...lock
 // releaseAtEnd is the shared lease helper.
 var releaseAtEnd = locktest.ReleaseAtEnd
 
-func TestLockerUsesTheResourcesKeyAndSettings(t *testing.T) {
+// TestLockerUsesTheStatusAndItsSecret: the key is status.key, the server
+// status.connection's, the password the credentials Secret's, the lease
+// settings the spec's.
+func TestLockerUsesTheStatusAndItsSecret(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
 	srv := redistest.StartStandalone(t, redistest.WithPassword("s3cret"))
-	if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "redis-auth"},
-		StringData: map[string]string{"password": "s3cret"}}); err != nil {
-		t.Fatal(err)
-	}
-	createLock(t, env, ns, "settle", v1alpha1.DistributedLockSpec{
-		TTL: &metav1.Duration{Duration: 2 * time.Second},
-		Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()},
-			PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "redis-auth", Key: "password"}},
-	}, readyStatus(srv.Addr()))
+	dl := createLock(t, env, ns, "settle", v1alpha1.DistributedLockSpec{TTL: &metav1.Duration{Duration: 2 * time.Second}})
+	key := ns + "/settlement" // as under isolation ACL: not the spec's key, not <namespace>/<name>
+	publish(t, env, dl, key, standalone(srv.Addr()), password("s3cret"))
 
-	l := newKubeLocker(t, podConfig(t, env, ns, "redis-auth"), ns, "settle", lock.WithIdentity("pod-a"))
-	if l.Key() != ns+"/settle" {
-		t.Fatalf("Key = %q, want the default <namespace>/<name>", l.Key())
+	l := newKubeLocker(t, podConfig(t, env, ns, credentialsSecret), ns, "settle", lock.WithIdentity("pod-a"))
+	if l.Key() != key {
+		t.Fatalf("Key = %q, want status.key %q", l.Key(), key)
 	}
 	lease, err := l.Acquire(t.Context())
 	if err != nil {
@@ -143,11 +193,11 @@ func TestLockerUsesTheResourcesKeyAndSettings(t *testing.T) {
 	}
 	releaseAtEnd(t, lease)
 	rc := srv.Client(t)
-	if got := rc.Get(t.Context(), ns+"/settle").Val(); got != lease.Value() {
-		t.Fatalf("Redis holds %q, want the lease's value", got)
+	if got := rc.Get(t.Context(), key).Val(); got != lease.Value() {
+		t.Fatalf("Redis holds %q at status.key, want the lease's value", got)
 	}
-	if pttl := rc.PTTL(t.Context(), ns+"/settle").Val(); pttl <= 0 || pttl > 2*time.Second {
-		t.Fatalf("PTTL = %v, want the resource's 2s TTL", pttl)
+	if pttl := rc.PTTL(t.Context(), key).Val(); pttl <= 0 || pttl > 2*time.Second {
+		t.Fatalf("PTTL = %v, want the spec's 2s TTL", pttl)
 	}
 	if lease.Fence() == 0 {
 		t.Fatal("fencing is on by default but the lease has no fence")
@@ -157,12 +207,11 @@ func TestLockerUsesTheResourcesKeyAndSettings(t *testing.T) {
 func TestNotReadyIsAClearErrorNotAHang(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
+	dl := createLock(t, env, ns, "down", v1alpha1.DistributedLockSpec{})
 	notReady := v1alpha1.DistributedLockStatus{}
 	apimeta.SetStatusCondition(&notReady.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 		Reason: v1alpha1.ReasonEndpointUnreachable, Message: "127.0.0.1:1: connection refused"})
-	createLock(t, env, ns, "down", v1alpha1.DistributedLockSpec{
-		Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"127.0.0.1:1"}},
-	}, notReady)
+	setStatus(t, env, dl, notReady)
 	l := newKubeLocker(t, podConfig(t, env, ns), ns, "down")
 	start := time.Now()
 	_, err := l.Acquire(context.Background()) // no deadline: must not hang
@@ -175,24 +224,77 @@ func TestNotReadyIsAClearErrorNotAHang(t *testing.T) {
 	t.Logf("error a user sees: %v", err)
 }
 
+// TestMissingKeyOrSecretIsNotReady: a Ready lock without status.key (a
+// controller that predates it) is not Ready; a credentials Secret that
+// does not exist, or that the pod may not read, is an error naming it.
+func TestMissingKeyOrSecretIsNotReady(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	srv := redistest.StartStandalone(t)
+	dl := createLock(t, env, ns, "partial", v1alpha1.DistributedLockSpec{})
+	publish(t, env, dl, "", standalone(srv.Addr()), nil)
+	l := newKubeLocker(t, podConfig(t, env, ns, credentialsSecret), ns, "partial")
+	if _, err := l.TryAcquire(t.Context()); !errors.Is(err, kube.ErrNotReady) || !strings.Contains(err.Error(), "status.key") {
+		t.Fatalf("without status.key: %v, want ErrNotReady naming status.key", err)
+	}
+
+	publish(t, env, dl, ns+"/partial", standalone(srv.Addr()), nil) // no Secret yet
+	eventually(t, func() bool { return l.Key() != "" })
+	_, err := l.TryAcquire(t.Context())
+	if !errors.Is(err, kube.ErrNotReady) || !strings.Contains(err.Error(), ns+"/"+credentialsSecret) {
+		t.Fatalf("without the Secret: %v, want ErrNotReady naming it", err)
+	}
+	t.Logf("error a user sees: %v", err)
+
+	writeSecret(t, env, ns, map[string][]byte{})
+	lease, err := l.TryAcquire(t.Context())
+	if err != nil {
+		t.Fatalf("once the Secret exists: %v", err)
+	}
+	releaseAtEnd(t, lease)
+
+	// A pod whose Role lacks get on the Secret.
+	ns2 := env.Namespace(t)
+	publish(t, env, createLock(t, env, ns2, "partial", v1alpha1.DistributedLockSpec{}), ns2+"/partial", standalone(srv.Addr()), map[string][]byte{})
+	denied := newKubeLocker(t, podConfig(t, env, ns2), ns2, "partial")
+	if _, err := denied.TryAcquire(t.Context()); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "needs get") {
+		t.Fatalf("without get on the Secret: %v, want Forbidden saying what the pod needs", err)
+	} else {
+		t.Logf("error a user sees: %v", err)
+	}
+}
+
+// eventually waits up to 20s for cond.
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 20s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // When the controller publishes a new master, the next acquisition goes
 // there, while a lease held on the old master stays valid until released.
 func TestLockerFollowsTheMasterInStatusWithoutDroppingHeldLeases(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
 	oldMaster, newMaster := redistest.StartStandalone(t), redistest.StartStandalone(t)
-	dl := createLock(t, env, ns, "moving", v1alpha1.DistributedLockSpec{
-		TTL:   &metav1.Duration{Duration: time.Second},
-		Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeReplicated, Addresses: []string{oldMaster.Addr(), newMaster.Addr()}},
-	}, readyStatus(oldMaster.Addr()))
-	l := newKubeLocker(t, podConfig(t, env, ns), ns, "moving")
+	dl := createLock(t, env, ns, "moving", v1alpha1.DistributedLockSpec{TTL: &metav1.Duration{Duration: time.Second}})
+	key := ns + "/moving"
+	replicated := func(master string) v1alpha1.ConnectionStatus {
+		return v1alpha1.ConnectionStatus{Mode: v1alpha1.RedisModeReplicated, Addresses: []string{master}}
+	}
+	publish(t, env, dl, key, replicated(oldMaster.Addr()), map[string][]byte{})
+	l := newKubeLocker(t, podConfig(t, env, ns, credentialsSecret), ns, "moving")
 	held, err := l.TryAcquire(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	setStatus(t, env, dl, readyStatus(newMaster.Addr()))
-	key := ns + "/moving"
+	publish(t, env, dl, key, replicated(newMaster.Addr()), nil)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		lease, err := l.TryAcquire(t.Context())
@@ -232,12 +334,10 @@ func TestLockerRefusesToRebindWhileLeasesAreHeld(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
 	srv := redistest.StartStandalone(t)
-	spec := func(key string) v1alpha1.DistributedLockSpec {
-		return v1alpha1.DistributedLockSpec{Key: key, TTL: &metav1.Duration{Duration: time.Second},
-			Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}}
-	}
-	dl := createLock(t, env, ns, "moved", spec("jobs/old"), readyStatus(srv.Addr()))
-	l := newKubeLocker(t, podConfig(t, env, ns), ns, "moved")
+	spec := v1alpha1.DistributedLockSpec{TTL: &metav1.Duration{Duration: time.Second}}
+	dl := createLock(t, env, ns, "moved", spec)
+	publish(t, env, dl, "jobs/old", standalone(srv.Addr()), map[string][]byte{})
+	l := newKubeLocker(t, podConfig(t, env, ns, credentialsSecret), ns, "moved")
 	held, err := l.TryAcquire(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -247,14 +347,8 @@ func TestLockerRefusesToRebindWhileLeasesAreHeld(t *testing.T) {
 	if err := env.Client.Delete(t.Context(), dl); err != nil {
 		t.Fatal(err)
 	}
-	createLock(t, env, ns, "moved", spec("jobs/new"), readyStatus(srv.Addr()))
-	deadline := time.Now().Add(20 * time.Second)
-	for l.Key() != "jobs/new" || apimeta.FindStatusCondition(l.Resource().Status.Conditions, v1alpha1.ConditionReady) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the Locker did not see the re-created resource: key %q", l.Key())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	publish(t, env, createLock(t, env, ns, "moved", spec), "jobs/new", standalone(srv.Addr()), nil)
+	eventually(t, func() bool { return l.Key() == "jobs/new" })
 
 	rc := srv.Client(t)
 	refusesToRebind(t, l, held, srv.Addr())
@@ -343,17 +437,17 @@ func rebindsOnceReleased(t *testing.T, l *kube.Locker, held *lock.Lease) *lock.L
 }
 
 // A pod-like process follows a Sentinel failover: the next acquisition goes
-// to the new master without a restart.
+// to the new master without a restart. The servers need a password, which
+// the failover client sends through the credentials Secret.
 func TestLockerFollowsASentinelFailover(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
-	group := redistest.StartSentinel(t, 1)
-	createLock(t, env, ns, "sentinel", v1alpha1.DistributedLockSpec{
-		TTL: &metav1.Duration{Duration: 2 * time.Second},
-		Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeSentinel,
-			Sentinel: &v1alpha1.SentinelSpec{MasterName: group.MasterName, Addresses: group.SentinelAddrs()}},
-	}, readyStatus(group.Master.Addr()))
-	l := newKubeLocker(t, podConfig(t, env, ns), ns, "sentinel")
+	group := redistest.StartSentinel(t, 1, redistest.WithPassword("s3cret"))
+	dl := createLock(t, env, ns, "sentinel", v1alpha1.DistributedLockSpec{TTL: &metav1.Duration{Duration: 2 * time.Second}})
+	key := ns + "/sentinel"
+	publish(t, env, dl, key, v1alpha1.ConnectionStatus{Mode: v1alpha1.RedisModeSentinel,
+		Sentinel: &v1alpha1.SentinelConnection{MasterName: group.MasterName, Addresses: group.SentinelAddrs()}}, password("s3cret"))
+	l := newKubeLocker(t, podConfig(t, env, ns, credentialsSecret), ns, "sentinel")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
@@ -375,7 +469,7 @@ func TestLockerFollowsASentinelFailover(t *testing.T) {
 		}
 	}
 	releaseAtEnd(t, after)
-	if got := group.ServerByAddr(newMaster).Client(t).Get(ctx, ns+"/sentinel").Val(); got != after.Value() {
+	if got := group.ServerByAddr(newMaster).Client(t).Get(ctx, key).Val(); got != after.Value() {
 		t.Fatalf("the lease after the failover is not on the new master %s", newMaster)
 	}
 	if after.Fence() <= before.Fence() {
@@ -388,12 +482,9 @@ func TestLockerOverRedlockNodes(t *testing.T) {
 	ns := env.Namespace(t)
 	nodes := redistest.StartNodes(t, 3)
 	addrs := []string{nodes[0].Addr(), nodes[1].Addr(), nodes[2].Addr()}
-	createLock(t, env, ns, "quorum", v1alpha1.DistributedLockSpec{
-		Key:     "jobs/quorum",
-		Redis:   v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeRedlock, Addresses: addrs},
-		Fencing: &v1alpha1.FencingSpec{Enabled: ptr.To(true)},
-	}, readyStatus(""))
-	l := newKubeLocker(t, podConfig(t, env, ns), ns, "quorum")
+	dl := createLock(t, env, ns, "quorum", v1alpha1.DistributedLockSpec{Fencing: &v1alpha1.FencingSpec{Enabled: ptr.To(true)}})
+	publish(t, env, dl, "jobs/quorum", v1alpha1.ConnectionStatus{Mode: v1alpha1.RedisModeRedlock, Addresses: addrs}, map[string][]byte{})
+	l := newKubeLocker(t, podConfig(t, env, ns, credentialsSecret), ns, "quorum")
 	lease, err := l.TryAcquire(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -410,10 +501,9 @@ func TestClosedLockerRefusesWork(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
 	srv := redistest.StartStandalone(t)
-	createLock(t, env, ns, "closing", v1alpha1.DistributedLockSpec{
-		Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}},
-	}, readyStatus(srv.Addr()))
-	l, err := kube.NewLocker(t.Context(), podConfig(t, env, ns), ns, "closing")
+	dl := createLock(t, env, ns, "closing", v1alpha1.DistributedLockSpec{})
+	publish(t, env, dl, ns+"/closing", standalone(srv.Addr()), map[string][]byte{})
+	l, err := kube.NewLocker(t.Context(), podConfig(t, env, ns, credentialsSecret), ns, "closing")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,21 +525,17 @@ func TestClosedLockerRefusesWork(t *testing.T) {
 	}
 }
 
-// TLS: the handle trusts the CA from the resource's Secret and checks the
-// certificate's server name.
+// TLS: the handle trusts ca.crt of the credentials Secret and checks the
+// server name status.connection.tls publishes.
 func TestLockerOverTLS(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
 	srv := redistest.StartStandalone(t, redistest.WithTLS())
-	if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "redis-ca"},
-		StringData: map[string]string{"ca.crt": string(srv.CACertPEM())}}); err != nil {
-		t.Fatal(err)
-	}
-	createLock(t, env, ns, "tls", v1alpha1.DistributedLockSpec{
-		Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()},
-			TLS: &v1alpha1.TLSSpec{Enabled: true, ServerName: redistest.TLSServerName, CASecretRef: &v1alpha1.SecretKeyRef{Name: "redis-ca", Key: "ca.crt"}}},
-	}, readyStatus(srv.Addr()))
-	l := newKubeLocker(t, podConfig(t, env, ns, "redis-ca"), ns, "tls")
+	dl := createLock(t, env, ns, "tls", v1alpha1.DistributedLockSpec{})
+	conn := standalone(srv.Addr())
+	conn.TLS = &v1alpha1.ConnectionTLS{ServerName: redistest.TLSServerName}
+	publish(t, env, dl, ns+"/tls", conn, map[string][]byte{v1alpha1.CredentialsCA: srv.CACertPEM()})
+	l := newKubeLocker(t, podConfig(t, env, ns, credentialsSecret), ns, "tls")
 	lease, err := l.TryAcquire(t.Context())
 	if err != nil {
 		t.Fatalf("TryAcquire over TLS: %v", err)
@@ -458,4 +544,114 @@ func TestLockerOverTLS(t *testing.T) {
 	if got := srv.Client(t).Get(t.Context(), ns+"/tls").Val(); got != lease.Value() {
 		t.Fatal("the lease is not on the TLS server")
 	}
+}
+
+// Mutual TLS: the handle presents tls.crt and tls.key of the credentials
+// Secret. The server checks client certificates against its own CA
+// (tls-auth-clients optional: the harness's clients have none), so a
+// certificate of another CA is refused, and the Secret's next version with
+// a good one is used without a new Locker.
+func TestLockerOverMutualTLS(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	clientCA, strangerCA := certtest.NewCA(t, "client CA"), certtest.NewCA(t, "stranger CA")
+	srv := redistest.StartStandalone(t, redistest.WithTLS(),
+		redistest.WithConfig("--tls-auth-clients", "optional", "--tls-ca-cert-file", clientCA.File(t)))
+	credentials := func(ca *certtest.CA) map[string][]byte {
+		cert, key := ca.ClientCert(t, "pod")
+		return map[string][]byte{v1alpha1.CredentialsCA: srv.CACertPEM(), v1alpha1.CredentialsClientCert: cert, v1alpha1.CredentialsClientKey: key}
+	}
+	dl := createLock(t, env, ns, "mtls", v1alpha1.DistributedLockSpec{TTL: &metav1.Duration{Duration: time.Second}})
+	conn := standalone(srv.Addr())
+	conn.TLS = &v1alpha1.ConnectionTLS{ServerName: redistest.TLSServerName}
+	publish(t, env, dl, ns+"/mtls", conn, credentials(strangerCA))
+	l := newKubeLocker(t, podConfig(t, env, ns, credentialsSecret), ns, "mtls")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if lease, err := l.TryAcquire(ctx); err == nil {
+		releaseAtEnd(t, lease)
+		t.Fatal("a client certificate of another CA was accepted: is the certificate presented at all?")
+	} else {
+		t.Logf("refused as it should: %v", err)
+	}
+
+	writeSecret(t, env, ns, credentials(clientCA))
+	var lease *lock.Lease
+	eventually(t, func() bool { // the Secret is read again once its copy is a TTL old
+		var err error
+		lease, err = l.TryAcquire(ctx)
+		return err == nil
+	})
+	releaseAtEnd(t, lease)
+	if got := srv.Client(t).Get(t.Context(), ns+"/mtls").Val(); got != lease.Value() {
+		t.Fatal("the lease is not on the server")
+	}
+}
+
+// TestPasswordRotationKeepsHeldLeases: the controller rotates the password
+// (adds the new one on the server, updates the Secret, drops the old one
+// 2 × TTL later). A lease held across it keeps renewing, on its open
+// connections and on new ones made with the new password; other pods
+// connect with the new password; the same Locker acquires again without
+// ErrRebinding.
+func TestPasswordRotationKeepsHeldLeases(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	const ttl = 2 * time.Second
+	srv := redistest.StartStandalone(t, redistest.WithPassword("old"))
+	admin := srv.Client(t, func(o *redis.Options) { o.Password = "new" }) // used once the new password exists
+	dl := createLock(t, env, ns, "rotated", v1alpha1.DistributedLockSpec{TTL: &metav1.Duration{Duration: ttl}})
+	key := ns + "/rotated"
+	publish(t, env, dl, key, standalone(srv.Addr()), password("old"))
+	cfg := podConfig(t, env, ns, credentialsSecret)
+	l := newKubeLocker(t, cfg, ns, "rotated", lock.WithIdentity("pod-a"))
+	held, err := l.TryAcquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseAtEnd(t, held)
+
+	ctx := t.Context()
+	if err := srv.Client(t).Do(ctx, "ACL", "SETUSER", "default", ">new").Err(); err != nil {
+		t.Fatal(err)
+	}
+	writeSecret(t, env, ns, password("new"))
+	time.Sleep(2 * ttl)
+	if err := admin.Do(ctx, "ACL", "SETUSER", "default", "<old").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Client(t).Ping(ctx).Err(); err == nil {
+		t.Fatal("the old password still works: the rotation did not happen")
+	}
+
+	time.Sleep(ttl + ttl/2)
+	if err := held.Err(); err != nil || admin.Get(ctx, key).Val() != held.Value() {
+		t.Fatalf("the held lease did not survive the rotation on its open connections: %v", err)
+	}
+	other := newKubeLocker(t, cfg, ns, "rotated", lock.WithIdentity("pod-b"))
+	if _, err := other.TryAcquire(ctx); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("another pod after the rotation: %v, want ErrNotAcquired (connected with the new password, the lock held)", err)
+	}
+	if h, err := other.Inspect(ctx); err != nil || h.Identity != "pod-a" {
+		t.Fatalf("another pod's Inspect: %+v, %v; want the holder pod-a", h, err)
+	}
+
+	// Every connection of pod-a closed: the renewals reconnect, with the
+	// new password.
+	if err := admin.Do(ctx, "CLIENT", "KILL", "USER", "default", "SKIPME", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl + ttl/2)
+	if err := held.Err(); err != nil || admin.Get(ctx, key).Val() != held.Value() {
+		t.Fatalf("the held lease did not survive reconnecting after the rotation: %v", err)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := l.TryAcquire(ctx)
+	if err != nil {
+		t.Fatalf("the same Locker after the rotation: %v, want a lease (no rebinding)", err)
+	}
+	releaseAtEnd(t, lease)
 }

@@ -1,3 +1,8 @@
+/*
+Copyright 2026 The redlease Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
 package kube
 
 import (
@@ -12,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/api/v1alpha1"
-	"github.com/redlease/redlease/internal/protocol"
+	"github.com/redlease/redlease/internal/redisconn"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -20,27 +25,28 @@ import (
 // lock.ErrClosed, so errors.Is(err, lock.ErrClosed) holds too.
 var ErrClosed = fmt.Errorf("kube: %w", lock.ErrClosed)
 
-// ErrRebinding reports an acquisition refused because the DistributedLock
-// now names another lock — another effective key, mode, db, addresses,
-// Service or Sentinel master name — while this Locker still holds leases,
-// or has acquisitions in flight, under the old one. It happens when the
-// resource is deleted and re-created under the same name with another key
-// or servers (the API makes these fields immutable on a live object). A
-// lease on the new key or servers beside one on the old would be two
-// holders of "the same lock" at once.
+// ErrRebinding reports an acquisition refused because the DistributedLock's
+// status now names another lock — another status.key, mode or db, Redlock
+// nodes, Cluster seeds or Sentinel master name — while this Locker still
+// holds leases, or has acquisitions in flight, under the old one. It
+// happens when the resource is deleted and re-created under the same name
+// with another key or store (the API makes these immutable on a live
+// object). A lease on the new key or servers beside one on the old would
+// be two holders of "the same lock" at once.
 //
 // TryAcquire and Inspect fail with it at once; Acquire waits, bounded by its
 // context, until the old leases end and then uses the new key (on timeout
 // its error matches both ErrRebinding and the context's error). The error
-// names the old and the new key and servers. A new status.master (a
-// failover) is not a rebinding: it is followed at once.
+// names the old and the new key and servers. A new master of a Standalone
+// or Replicated lock (a failover), new credentials (a rotation) or new TLS
+// settings are not a rebinding: they are followed at once.
 var ErrRebinding = errors.New("kube: the DistributedLock names another lock while leases are held under the old one")
 
 // Locker is a handle on one DistributedLock's key. It is safe for concurrent
 // use; create one per resource and share it.
 type Locker struct {
 	namespace, name string
-	reader          client.Reader
+	secrets         *secretCache
 	opts            []lock.Option
 	stopWatch       context.CancelFunc
 	watchDone       chan struct{}
@@ -58,6 +64,7 @@ type Locker struct {
 type binding struct {
 	fingerprint string
 	id          identity
+	desc        string // the key and servers, for errors
 	key         string
 	locker      *lock.Locker
 	clients     []redis.UniversalClient
@@ -83,20 +90,18 @@ func NewLocker(ctx context.Context, cfg *rest.Config, namespace, name string, op
 		return nil, fmt.Errorf("kube: reading DistributedLock %s/%s: %w", namespace, name, err)
 	}
 	watchCtx, cancel := context.WithCancel(context.Background())
-	l := &Locker{namespace: namespace, name: name, reader: c, opts: opts, obj: &dl,
+	l := &Locker{namespace: namespace, name: name, secrets: &secretCache{reader: c, namespace: namespace}, opts: opts, obj: &dl,
 		stopWatch: cancel, watchDone: make(chan struct{})}
 	go l.follow(watchCtx, c, dl.ResourceVersion)
 	return l, nil
 }
 
-// Key returns the Redis key of the resource as last seen.
+// Key returns the Redis key of the resource as last seen: status.key, the
+// effective key the controller publishes ("" until it has).
 func (l *Locker) Key() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.obj.Spec.Key != "" {
-		return l.obj.Spec.Key
-	}
-	return protocol.DefaultKey(l.namespace, l.name)
+	return l.obj.Status.Key
 }
 
 // TryAcquire makes one attempt (see lock.Locker.TryAcquire). A resource
@@ -146,7 +151,7 @@ func (l *Locker) bind(ctx context.Context, wait bool) (*binding, error) {
 		obj := l.obj
 		l.mu.Unlock()
 
-		t, err := resolve(ctx, l.reader, obj)
+		t, err := resolve(ctx, l.secrets, obj)
 		if err != nil {
 			return nil, err
 		}
@@ -156,7 +161,7 @@ func (l *Locker) bind(ctx context.Context, wait bool) (*binding, error) {
 			l.mu.Unlock()
 			return nil, ErrClosed
 		}
-		moved := l.rebinding(t.id)
+		moved := l.rebinding(t)
 		if moved == nil {
 			b, err := l.bindLocked(t)
 			l.mu.Unlock()
@@ -181,24 +186,24 @@ func (l *Locker) bind(ctx context.Context, wait bool) (*binding, error) {
 // hold l.mu and have checked that no binding of another identity is held.
 func (l *Locker) bindLocked(t target) (*binding, error) {
 	if fp := t.fingerprint(); l.current == nil || l.current.fingerprint != fp {
-		locker, clients, err := t.connect(l.opts)
+		locker, clients, err := t.connect(l.opts, l.secrets.serve)
 		if err != nil {
 			return nil, err
 		}
 		l.retire(l.current)
-		l.current = &binding{fingerprint: fp, id: t.id, key: t.key, locker: locker, clients: clients}
+		l.current = &binding{fingerprint: fp, id: t.id, desc: describe(t.key, &t.conn), key: t.key, locker: locker, clients: clients}
 	}
 	l.current.leases++
 	return l.current, nil
 }
 
 // rebinding returns an ErrRebinding error when a binding whose identity
-// differs from id still has references, else nil. Callers hold l.mu.
-func (l *Locker) rebinding(id identity) error {
+// differs from t's still has references, else nil. Callers hold l.mu.
+func (l *Locker) rebinding(t target) error {
 	var old *binding
 	n := 0
 	for _, b := range append([]*binding{l.current}, l.retired...) {
-		if b != nil && b.leases > 0 && b.id != id {
+		if b != nil && b.leases > 0 && b.id != t.id {
 			old = b
 			n += b.leases
 		}
@@ -207,7 +212,7 @@ func (l *Locker) rebinding(id identity) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s/%s now names %s, but %d lease(s) or acquisition(s) of this process are still on %s: they must end first",
-		ErrRebinding, l.namespace, l.name, id, n, old.id)
+		ErrRebinding, l.namespace, l.name, describe(t.key, &t.conn), n, old.desc)
 }
 
 // changes returns a channel that wake closes. Callers hold l.mu.
@@ -267,7 +272,7 @@ func (l *Locker) unref(b *binding) {
 
 func (b *binding) close() error {
 	err := b.locker.Close()
-	closeAll(b.clients)
+	redisconn.CloseAll(b.clients)
 	if errors.Is(err, lock.ErrClosed) {
 		return nil
 	}

@@ -1,10 +1,13 @@
+/*
+Copyright 2026 The redlease Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
 package kube
 
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,102 +15,106 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/api/v1alpha1"
-	"github.com/redlease/redlease/internal/protocol"
+	"github.com/redlease/redlease/internal/redisconn"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
-// ErrNotReady reports a DistributedLock whose Ready condition is not True:
-// the controller has not resolved it, or a safety property it asks for is
-// not in force. The error names the condition's reason and message.
+// ErrNotReady reports a DistributedLock a pod cannot use yet: its Ready
+// condition is not True (the controller has not resolved it, or a safety
+// property it asks for is not in force), or its status lacks what pods
+// connect with (key, connection, credentialsSecretRef, or the Secret
+// itself). The error names the reason.
 var ErrNotReady = errors.New("kube: DistributedLock not ready")
 
-// identity is what makes a DistributedLock the lock it is: the effective
-// key and where it lives (mode, db, the spec's addresses or Service, the
-// Sentinel master name). Two bindings of different identities are two
-// locks. It leaves out status.master, which moves on a failover and must be
-// followed, and settings that do not move the lock (TTL, credentials, TLS).
+// identity is what makes a DistributedLock the lock it is, as its status
+// publishes it: the effective key, the mode and db, and where the key
+// lives when that is fixed: the Redlock nodes (the quorum is counted over
+// them), the Sentinel master name, the Cluster seeds. Two bindings of
+// different identities are two locks. It leaves out the master of
+// Standalone and Replicated, which moves on a failover and must be
+// followed, the sentinels' addresses, and what does not move the lock
+// (TTL, credentials, TLS).
 type identity struct {
 	key        string
 	mode       v1alpha1.RedisMode
 	db         int32
-	addresses  string // the spec's, sorted: order does not matter
-	service    string
+	nodes      string // Redlock nodes or Cluster seeds, sorted: order does not matter
 	masterName string
 }
 
-func identityOf(dl *v1alpha1.DistributedLock, key string) identity {
-	r := &dl.Spec.Redis
-	id := identity{key: key, mode: r.Mode, db: r.DB}
-	addrs := slices.Sorted(slices.Values(r.Addresses))
-	id.addresses = strings.Join(addrs, ", ")
-	if r.Service != nil {
-		id.service = fmt.Sprintf("%s:%d", r.Service.Name, r.Service.Port)
-	}
-	if r.Sentinel != nil {
-		id.masterName = r.Sentinel.MasterName
+func identityOf(key string, c *v1alpha1.ConnectionStatus) identity {
+	id := identity{key: key, mode: c.Mode, db: c.DB}
+	switch c.Mode {
+	case v1alpha1.RedisModeRedlock, v1alpha1.RedisModeCluster:
+		id.nodes = strings.Join(slices.Sorted(slices.Values(c.Addresses)), ", ")
+	case v1alpha1.RedisModeSentinel:
+		id.masterName = c.Sentinel.MasterName
 	}
 	return id
 }
 
-// String names the key and the servers, for errors.
-func (id identity) String() string {
-	where := "[" + id.addresses + "]"
-	switch {
-	case id.service != "":
-		where = "Service " + id.service
-	case id.masterName != "":
-		where = fmt.Sprintf("Sentinel master %q", id.masterName)
+// describe names the key and the servers of a connection, for errors.
+func describe(key string, c *v1alpha1.ConnectionStatus) string {
+	where := "[" + strings.Join(c.Addresses, ", ") + "]"
+	if c.Mode == v1alpha1.RedisModeSentinel {
+		where = fmt.Sprintf("Sentinel master %q", c.Sentinel.MasterName)
 	}
-	return fmt.Sprintf("key %q on %s %s db %d", id.key, id.mode, where, id.db)
+	return fmt.Sprintf("key %q on %s %s db %d", key, c.Mode, where, c.DB)
 }
 
-// target is everything a connection to the lock's Redis depends on. Two
-// targets with the same fingerprint can share one lock.Locker.
+// target is everything a binding depends on. Two targets with the same
+// fingerprint can share one lock.Locker.
 type target struct {
-	id            identity
-	mode          v1alpha1.RedisMode
-	key           string
-	addrs         []string // Standalone/Replicated: the master; Cluster: seeds; Redlock: nodes
-	masterName    string
-	sentinelAddrs []string
-	username      string
-	password      string
-	sentinelUser  string
-	sentinelPass  string
-	tls           *tls.Config
-	caPEM         []byte
-	db            int
-	ttl           time.Duration
-	renew         time.Duration
-	fencing       bool
-	replicaAcks   int
+	id          identity
+	key         string
+	conn        v1alpha1.ConnectionStatus
+	servers     redisconn.Credentials // their username and password are served by the secretCache
+	sentinels   redisconn.Credentials
+	ttl         time.Duration
+	renew       time.Duration
+	fencing     bool
+	replicaAcks int
 }
 
-// resolve turns the resource into a target, reading the Secrets it names.
-func resolve(ctx context.Context, c client.Reader, dl *v1alpha1.DistributedLock) (target, error) {
+// resolve turns the resource into a target: the connection from its
+// status, the credentials from the Secret the status names (through
+// secrets), the lease settings from its spec.
+func resolve(ctx context.Context, secrets *secretCache, dl *v1alpha1.DistributedLock) (target, error) {
 	if err := checkReady(dl); err != nil {
 		return target{}, err
 	}
-	t := leaseSettings(dl)
-	if err := t.setServers(dl); err != nil {
-		return target{}, err
+	st := &dl.Status
+	if err := redisconn.Validate(*st.Connection); err != nil {
+		return target{}, fmt.Errorf("%w: %s/%s: status.connection: %w", ErrNotReady, dl.Namespace, dl.Name, err)
 	}
-	if err := t.setCredentials(ctx, c, dl); err != nil {
+	if n := int32(len(st.Connection.Addresses)); st.Connection.Mode == v1alpha1.RedisModeRedlock && st.Quorum != 0 && st.Quorum != n/2+1 { //nolint:gosec // G115: at most 64 addresses
+		return target{}, fmt.Errorf("%w: %s/%s: status.quorum %d is not a majority of the %d nodes in status.connection", ErrNotReady, dl.Namespace, dl.Name, st.Quorum, n)
+	}
+	t := leaseSettings(dl)
+	t.key = st.Key
+	t.conn = *st.Connection.DeepCopy()
+	t.id = identityOf(t.key, &t.conn)
+	var tls tlsParams
+	if c := t.conn.TLS; c != nil {
+		tls = tlsParams{on: true, serverName: c.ServerName, insecure: c.InsecureSkipVerify}
+	}
+	var err error
+	t.servers, t.sentinels, err = secrets.load(ctx, st.CredentialsSecretRef.Name, tls, credentialsAge(t.ttl))
+	if err != nil {
 		return target{}, err
 	}
 	return t, nil
 }
 
 // checkReady returns an ErrNotReady error unless the resource's Ready
-// condition is True for its current generation.
+// condition is True for its current generation and its status holds what
+// pods connect with.
 func checkReady(dl *v1alpha1.DistributedLock) error {
 	ready := apimeta.FindStatusCondition(dl.Status.Conditions, v1alpha1.ConditionReady)
 	switch {
@@ -118,24 +125,27 @@ func checkReady(dl *v1alpha1.DistributedLock) error {
 	case ready.ObservedGeneration != 0 && ready.ObservedGeneration < dl.Generation:
 		return fmt.Errorf("%w: %s/%s: the controller has not yet seen generation %d", ErrNotReady, dl.Namespace, dl.Name, dl.Generation)
 	}
+	var missing []string
+	if dl.Status.Key == "" {
+		missing = append(missing, "status.key")
+	}
+	if dl.Status.Connection == nil {
+		missing = append(missing, "status.connection")
+	}
+	if dl.Status.CredentialsSecretRef == nil || dl.Status.CredentialsSecretRef.Name == "" {
+		missing = append(missing, "status.credentialsSecretRef")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s/%s: Ready, but without %s (a controller that predates them?)", ErrNotReady, dl.Namespace, dl.Name, strings.Join(missing, ", "))
+	}
 	return nil
 }
 
-// leaseSettings returns the target's key, identity and lease settings, with
-// the spec's defaults filled in; no servers or credentials yet.
+// leaseSettings returns the lease settings of the spec, with its defaults
+// filled in.
 func leaseSettings(dl *v1alpha1.DistributedLock) target {
 	spec := &dl.Spec
-	t := target{
-		mode:    spec.Redis.Mode,
-		key:     spec.Key,
-		db:      int(spec.Redis.DB),
-		ttl:     spec.TTLOrDefault(),
-		fencing: spec.FencingEnabled(),
-	}
-	if t.key == "" {
-		t.key = protocol.DefaultKey(dl.Namespace, dl.Name)
-	}
-	t.id = identityOf(dl, t.key)
+	t := target{ttl: spec.TTLOrDefault(), fencing: spec.FencingEnabled()}
 	t.renew = lock.DefaultRenewInterval(t.ttl)
 	if spec.RenewInterval != nil {
 		t.renew = spec.RenewInterval.Duration
@@ -146,123 +156,16 @@ func leaseSettings(dl *v1alpha1.DistributedLock) target {
 	return t
 }
 
-// setServers sets the servers for t's mode: the master from status
-// (Standalone, Replicated), the Sentinels from the spec, the Cluster seeds
-// from the spec or else the masters in status, the Redlock nodes from the
-// spec only.
-func (t *target) setServers(dl *v1alpha1.DistributedLock) error {
-	spec := &dl.Spec
-	switch t.mode {
-	case v1alpha1.RedisModeStandalone, v1alpha1.RedisModeReplicated:
-		if dl.Status.Master == "" {
-			return fmt.Errorf("%w: %s/%s: no master in status", ErrNotReady, dl.Namespace, dl.Name)
-		}
-		t.addrs = []string{dl.Status.Master}
-	case v1alpha1.RedisModeSentinel:
-		t.masterName = spec.Redis.Sentinel.MasterName
-		t.sentinelAddrs = spec.Redis.Sentinel.Addresses
-	case v1alpha1.RedisModeCluster:
-		t.addrs = spec.Redis.Addresses
-		if len(t.addrs) == 0 { // a Service: the controller resolved it
-			t.addrs = statusMasters(dl.Status.Endpoints)
-		}
-		if len(t.addrs) == 0 {
-			return fmt.Errorf("%w: %s/%s: no endpoints in status", ErrNotReady, dl.Namespace, dl.Name)
-		}
-	case v1alpha1.RedisModeRedlock:
-		// The nodes, and so the quorum (len/2+1), come from the spec only:
-		// never from what the controller found ready, which would let two
-		// pods count different majorities. A node that does not answer is
-		// a failed vote.
-		if spec.Redis.Service != nil || len(spec.Redis.Addresses) == 0 {
-			return fmt.Errorf("%w: %s/%s: Redlock needs spec.redis.addresses, an explicit odd list of ≥ 3 stable addresses (a Service's endpoints would change the quorum): delete and re-create the lock with addresses",
-				ErrNotReady, dl.Namespace, dl.Name)
-		}
-		t.addrs = spec.Redis.Addresses
-	default:
-		return fmt.Errorf("kube: %s/%s: unknown mode %q", dl.Namespace, dl.Name, t.mode)
-	}
-	return nil
-}
-
-// statusMasters returns the addresses of the endpoints in status with the
-// master role, in order.
-func statusMasters(endpoints []v1alpha1.EndpointStatus) []string {
-	var addrs []string
-	for _, e := range endpoints {
-		if e.Role == v1alpha1.EndpointRoleMaster {
-			addrs = append(addrs, e.Address)
-		}
-	}
-	return addrs
-}
-
-// setCredentials sets the user names, and the passwords and CA certificate
-// read from the Secrets the spec names.
-func (t *target) setCredentials(ctx context.Context, c client.Reader, dl *v1alpha1.DistributedLock) error {
-	spec := &dl.Spec
-	var err error
-	t.username = spec.Redis.Username
-	if t.password, err = secretValue(ctx, c, dl.Namespace, spec.Redis.PasswordSecretRef); err != nil {
-		return err
-	}
-	if s := spec.Redis.Sentinel; s != nil {
-		t.sentinelUser = s.Username
-		if t.sentinelPass, err = secretValue(ctx, c, dl.Namespace, s.PasswordSecretRef); err != nil {
-			return err
-		}
-	}
-	if spec.Redis.TLS != nil && spec.Redis.TLS.Enabled {
-		return t.setTLS(ctx, c, dl.Namespace, spec.Redis.TLS)
-	}
-	return nil
-}
-
-// setTLS sets the client TLS config, with the CA from its Secret if named.
-func (t *target) setTLS(ctx context.Context, c client.Reader, namespace string, spec *v1alpha1.TLSSpec) error {
-	t.tls = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: spec.ServerName, InsecureSkipVerify: spec.InsecureSkipVerify} //nolint:gosec // the user asked for it
-	ref := spec.CASecretRef
-	if ref == nil {
-		return nil
-	}
-	ca, err := secretValue(ctx, c, namespace, ref)
-	if err != nil {
-		return err
-	}
-	t.caPEM = []byte(ca)
-	t.tls.RootCAs = x509.NewCertPool()
-	if !t.tls.RootCAs.AppendCertsFromPEM(t.caPEM) {
-		return fmt.Errorf("kube: Secret %s/%s key %q holds no PEM certificate", namespace, ref.Name, ref.Key)
-	}
-	return nil
-}
-
-func secretValue(ctx context.Context, c client.Reader, namespace string, ref *v1alpha1.SecretKeyRef) (string, error) {
-	if ref == nil {
-		return "", nil
-	}
-	var s corev1.Secret
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, &s); err != nil {
-		return "", fmt.Errorf("kube: reading Secret %s/%s: %w", namespace, ref.Name, err)
-	}
-	v, ok := s.Data[ref.Key]
-	if !ok {
-		return "", fmt.Errorf("kube: Secret %s/%s has no key %q", namespace, ref.Name, ref.Key)
-	}
-	return string(v), nil
-}
-
-// fingerprint identifies the connection and lease settings; secrets enter
-// only through a hash.
+// fingerprint identifies the connection and lease settings. The servers'
+// username and password are left out: the secretCache serves them to the
+// clients, so a rotation needs no new binding. What go-redis reads only
+// when a client is built is in: the TLS material and the sentinels'
+// credentials (through a hash).
 func (t target) fingerprint() string {
 	h := sha256.New()
 	// hash.Hash's Write never returns an error, so neither does Fprintf.
-	_, _ = fmt.Fprintf(h, "%s|%s|%q|%s|%q|%s|%s|%s|%s|%d|%v|%v|%v|%d|%v|%s|%v",
-		t.mode, t.key, t.addrs, t.masterName, t.sentinelAddrs, t.username, t.password, t.sentinelUser, t.sentinelPass,
-		t.db, t.ttl, t.renew, t.fencing, t.replicaAcks, t.tls != nil, t.caPEM, t.tls != nil && t.tls.InsecureSkipVerify)
-	if t.tls != nil {
-		_, _ = fmt.Fprint(h, t.tls.ServerName)
-	}
+	_, _ = fmt.Fprintf(h, "%q|%s|%q|%+v|%d|%s|%s|%v|%v|%v|%d", t.key, t.conn.Mode, t.conn.Addresses, t.conn.Sentinel, t.conn.DB,
+		redisconn.Credentials{TLS: t.servers.TLS}.Fingerprint(), t.sentinels.Fingerprint(), t.ttl, t.renew, t.fencing, t.replicaAcks)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -270,55 +173,27 @@ func (t target) fingerprint() string {
 // against the TTL so a missing replica costs little validity.
 func (t target) replicaAckTimeout() time.Duration { return min(t.ttl/5, 2*time.Second) }
 
-// connect builds the lock.Locker for t and the clients it owns. The clients
-// honour context deadlines on reads (ContextTimeoutEnabled), so a renewal
-// stops waiting for a paused server when the lease's validity ends.
-func (t target) connect(opts []lock.Option) (*lock.Locker, []redis.UniversalClient, error) {
+// connect builds the lock.Locker for t and the clients it owns; source
+// serves the servers' passwords to every new connection.
+func (t target) connect(opts []lock.Option, source redisconn.CredentialsSource) (*lock.Locker, []redis.UniversalClient, error) {
 	base := []lock.Option{lock.WithTTL(t.ttl), lock.WithRenewInterval(t.renew), lock.WithFencing(t.fencing)}
 	if t.replicaAcks > 0 {
 		base = append(base, lock.WithReplicaAck(t.replicaAcks, t.replicaAckTimeout()))
 	}
 	opts = append(base, opts...)
-	var clients []redis.UniversalClient
-	switch t.mode {
-	case v1alpha1.RedisModeSentinel:
-		clients = append(clients, redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName: t.masterName, SentinelAddrs: t.sentinelAddrs,
-			SentinelUsername: t.sentinelUser, SentinelPassword: t.sentinelPass,
-			Username: t.username, Password: t.password, DB: t.db, TLSConfig: t.tls,
-			ContextTimeoutEnabled: true,
-		}))
-	case v1alpha1.RedisModeCluster:
-		clients = append(clients, redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs: t.addrs, Username: t.username, Password: t.password, TLSConfig: t.tls,
-			ContextTimeoutEnabled: true,
-		}))
-	default:
-		for _, a := range t.addrs {
-			clients = append(clients, redis.NewClient(&redis.Options{
-				Addr: a, Username: t.username, Password: t.password, DB: t.db, TLSConfig: t.tls,
-				ContextTimeoutEnabled: true,
-			}))
-		}
+	clients, err := redisconn.NewUniversal(t.conn, t.servers, t.sentinels, redisconn.WithCredentialsSource(source))
+	if err != nil {
+		return nil, nil, err
 	}
-	var (
-		l   *lock.Locker
-		err error
-	)
-	if t.mode == v1alpha1.RedisModeRedlock {
+	var l *lock.Locker
+	if t.conn.Mode == v1alpha1.RedisModeRedlock {
 		l, err = lock.NewRedlock(clients, opts...)
 	} else {
 		l, err = lock.New(clients[0], opts...)
 	}
 	if err != nil {
-		closeAll(clients)
+		redisconn.CloseAll(clients)
 		return nil, nil, err
 	}
 	return l, clients, nil
-}
-
-func closeAll(clients []redis.UniversalClient) {
-	for _, c := range clients {
-		_ = c.Close()
-	}
 }
