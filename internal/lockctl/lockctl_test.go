@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/kubetest"
 	"github.com/redlease/redlease/internal/locktest"
@@ -256,48 +258,61 @@ func TestConcurrentRunsAreSerialized(t *testing.T) {
 	}
 }
 
-// Through a DistributedLock: the key comes from the resource, status reads
-// the holder, and a resource that is not Ready exits 5.
+// Through a DistributedLock: the key and the server come from its status,
+// the password from the credentials Secret the status names (what the
+// controller publishes), status reports them with the store and the
+// holder, and a resource that is not Ready exits 5.
 func TestKubernetesMode(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
 	kubeconfig := env.KubeconfigFile(t)
-	srv := redistest.StartStandalone(t)
+	srv := redistest.StartStandalone(t, redistest.WithPassword("s3cret"))
 	dl := &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
-		Spec: v1alpha1.DistributedLockSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}}}
+		Spec: v1alpha1.DistributedLockSpec{StoreRef: &v1alpha1.StoreReference{Kind: v1alpha1.StoreKindClusterLockStore, Name: "shared"}}}
 	if err := env.Client.Create(t.Context(), dl); err != nil {
 		t.Fatal(err)
 	}
-	dl.Status.Master = srv.Addr()
+	if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "redlease-shared"},
+		Data: map[string][]byte{v1alpha1.CredentialsPassword: []byte("s3cret")}}); err != nil {
+		t.Fatal(err)
+	}
+	key := ns + "/nightly-run"
+	dl.Status = v1alpha1.DistributedLockStatus{Key: key,
+		Connection:           &v1alpha1.ConnectionStatus{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}},
+		CredentialsSecretRef: &v1alpha1.LocalSecretReference{Name: "redlease-shared"}}
 	apimeta.SetStatusCondition(&dl.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAvailable})
 	if err := env.Client.Status().Update(t.Context(), dl); err != nil {
 		t.Fatal(err)
 	}
 
 	r := lockctl(t, "run", "--kubeconfig", kubeconfig, "--lock", ns+"/nightly", "--", "sh", "-c", `echo "$LOCK_KEY"`)
-	if r.code != 0 || strings.TrimSpace(r.stdout) != ns+"/nightly" {
-		t.Fatalf("run: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != key {
+		t.Fatalf("run: exit %d, stdout %q (want status.key %q), stderr:\n%s", r.code, r.stdout, key, r.stderr)
 	}
 
 	cmd, _, _ := startRun(t, "run", "--kubeconfig", kubeconfig, "--lock", ns+"/nightly", "--identity", "holder-9", "--", "sh", "-c", "echo $$; exec sleep 30")
 	st := lockctl(t, "status", ns+"/nightly", "--kubeconfig", kubeconfig, "-o", "json")
 	var report struct {
-		Key, Mode, Ready, Holder string
-		Held                     bool
-		Fence                    uint64
+		Key, Mode, Store, Ready, Holder string
+		Addresses                       []string
+		Held                            bool
+		Fence                           uint64
 	}
 	if err := json.Unmarshal([]byte(st.stdout), &report); err != nil {
 		t.Fatalf("status -o json: %v: %q %s", err, st.stdout, st.stderr)
 	}
-	if !report.Held || report.Holder != "holder-9" || report.Fence == 0 || report.Mode != "Standalone" || report.Ready != "True" {
+	if report.Key != key || report.Mode != "Standalone" || len(report.Addresses) != 1 || report.Addresses[0] != srv.Addr() ||
+		report.Store != "ClusterLockStore/shared" || report.Ready != "True" || !report.Held || report.Holder != "holder-9" || report.Fence == 0 {
 		t.Fatalf("status = %+v", report)
 	}
-	if lockValue.MatchString(st.stdout) {
-		t.Fatal("status printed the lock value")
+	if lockValue.MatchString(st.stdout) || strings.Contains(st.stdout, "s3cret") {
+		t.Fatal("status printed the lock value or the password")
 	}
 	table := lockctl(t, "status", ns+"/nightly", "--kubeconfig", kubeconfig)
-	if !strings.Contains(table.stdout, "holder-9") || !strings.Contains(table.stdout, "HOLDER") {
-		t.Fatalf("status table:\n%s", table.stdout)
+	for _, want := range []string{"HOLDER", "holder-9", key, srv.Addr(), "ClusterLockStore/shared"} {
+		if !strings.Contains(table.stdout, want) {
+			t.Fatalf("status table has no %q:\n%s", want, table.stdout)
+		}
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM) // forwarded to the child; lockctl then releases
 	if code := waitExit(t, cmd, 10*time.Second); code != 128+int(syscall.SIGTERM) {
@@ -311,6 +326,38 @@ func TestKubernetesMode(t *testing.T) {
 	}
 	if r := lockctl(t, "run", "--kubeconfig", kubeconfig, "--lock", ns+"/nightly", "--", "true"); r.code != 5 || !strings.Contains(r.stderr, "EndpointUnreachable") {
 		t.Fatalf("not Ready: exit %d, stderr %q; want 5 naming the reason", r.code, r.stderr)
+	}
+}
+
+// --redis URLs carry a password, a database and TLS; a refused URL is a
+// usage error that never prints its password.
+func TestRedisURLs(t *testing.T) {
+	plain := redistest.StartStandalone(t, redistest.WithPassword("s3cret"))
+	secure := redistest.StartStandalone(t, redistest.WithTLS())
+	for _, c := range []struct {
+		name string
+		url  string
+		srv  *redistest.Server
+		db   int
+	}{
+		{"password and database", "redis://:s3cret@" + plain.Addr() + "/2", plain, 2},
+		{"TLS", "rediss://" + secure.Addr() + "?skip_verify=true", secure, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd, stderr, _ := startRun(t, "run", "--redis", c.url, "--key", "url-job", "--", "sh", "-c", "echo $$; exec sleep 30")
+			rc := c.srv.Client(t, func(o *redis.Options) { o.DB = c.db })
+			if n := rc.Exists(t.Context(), "url-job").Val(); n != 1 {
+				t.Fatalf("the lock is not in database %d; stderr:\n%s", c.db, stderr.String())
+			}
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			waitExit(t, cmd, 10*time.Second)
+		})
+	}
+	for _, bad := range []string{"redis://:s3cret@" + plain.Addr() + "?dial_timeout=3", "redis://:s3cret@host:port", "http://:s3cret@" + plain.Addr()} {
+		r := lockctl(t, "run", "--redis", bad, "--key", "k", "--", "true")
+		if r.code != 2 || strings.Contains(r.stderr, "s3cret") {
+			t.Errorf("--redis %s: exit %d, stderr %q; want 2 without the password", bad, r.code, r.stderr)
+		}
 	}
 }
 

@@ -1,3 +1,8 @@
+/*
+Copyright 2026 The redlease Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
 package lockctl
 
 import (
@@ -11,15 +16,21 @@ import (
 )
 
 // statusReport is what `lockctl status` prints; it never holds the value.
+// For a DistributedLock, key and where it lives come from its status
+// (status.key, status.connection), the store from spec.storeRef; the
+// holder, TTL and fence are read from Redis.
 type statusReport struct {
-	Key      string `json:"key"`
-	Mode     string `json:"mode"`
-	Ready    string `json:"ready"`
-	Held     bool   `json:"held"`
-	Holder   string `json:"holder,omitempty"`
-	TTL      string `json:"ttl,omitempty"`
-	Fence    uint64 `json:"fence"`
-	Problems string `json:"error,omitempty"`
+	Key        string   `json:"key"`
+	Mode       string   `json:"mode"`
+	Addresses  []string `json:"addresses,omitempty"`  // the servers, or the sentinels
+	MasterName string   `json:"masterName,omitempty"` // Sentinel
+	Store      string   `json:"store,omitempty"`      // Kind/name or "inline"; empty with --redis
+	Ready      string   `json:"ready"`
+	Held       bool     `json:"held"`
+	Holder     string   `json:"holder,omitempty"`
+	TTL        string   `json:"ttl,omitempty"`
+	Fence      uint64   `json:"fence"`
+	Problems   string   `json:"error,omitempty"`
 }
 
 func newStatusCommand(stdout io.Writer) *cobra.Command {
@@ -29,7 +40,7 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "status [NAMESPACE/NAME] [--redis URL --key K] [-o table|json]",
-		Short: "Show who holds the lock, its remaining TTL, fence, topology and readiness",
+		Short: "Show who holds the lock, its remaining TTL and fence, its key, servers, store and readiness",
 		Args:  usage(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -43,8 +54,8 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer func() { _ = l.Close() }() // nothing held: a failed close loses nothing
-			r := statusReport{Key: l.Key()}
-			r.Mode, r.Ready = l.describe()
+			d := l.describe()
+			r := statusReport{Key: l.Key(), Mode: d.mode, Addresses: d.addresses, MasterName: d.masterName, Store: d.store, Ready: d.ready}
 			h, err := l.Inspect(cmd.Context())
 			if err != nil {
 				r.Problems = err.Error()
@@ -60,12 +71,13 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 				return enc.Encode(r)
 			}
 			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			printf(w, "KEY\tMODE\tREADY\tHOLDER\tTTL\tFENCE\n") // tabwriter buffers; Flush reports write errors
+			printf(w, "KEY\tMODE\tADDRESSES\tSTORE\tREADY\tHOLDER\tTTL\tFENCE\n") // tabwriter buffers; Flush reports write errors
 			holder := "-"
 			if r.Held {
 				holder = orDash(r.Holder)
 			}
-			printf(w, "%s\t%s\t%s\t%s\t%s\t%d\n", r.Key, r.Mode, r.Ready, holder, orDash(r.TTL), r.Fence)
+			printf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
+				orDash(r.Key), orDash(r.Mode), orDash(r.where()), orDash(r.Store), r.Ready, holder, orDash(r.TTL), r.Fence)
 			if err := w.Flush(); err != nil {
 				return err
 			}
@@ -78,6 +90,16 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 	target.register(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd
+}
+
+// where is the ADDRESSES column: the servers, or in Sentinel mode the
+// master name and the sentinels.
+func (r statusReport) where() string {
+	addrs := strings.Join(r.Addresses, ",")
+	if r.MasterName != "" {
+		return r.MasterName + " via " + addrs
+	}
+	return addrs
 }
 
 func orDash(s string) string {

@@ -1,3 +1,8 @@
+/*
+Copyright 2026 The redlease Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
 package lockctl
 
 import (
@@ -7,11 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/pkg/kube"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -30,7 +32,7 @@ type targetFlags struct {
 func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.lock, "lock", "", "the DistributedLock, as NAMESPACE/NAME")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, else $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&f.redis, "redis", "", "without Kubernetes: redis:// URL(s); several, comma-separated, mean Redlock over independent nodes")
+	fs.StringVar(&f.redis, "redis", "", "without Kubernetes: redis:// or rediss:// URL(s), redis://[[user]:password@]host:port[/db]; several, comma-separated, mean Redlock over independent nodes")
 	fs.StringVar(&f.key, "key", "", "with --redis: the lock key")
 	fs.DurationVar(&f.ttl, "ttl", lock.DefaultTTL, "with --redis: the lease TTL (a DistributedLock brings its own)")
 	fs.StringVar(&f.identity, "identity", "", "holder identity (default: $POD_NAME or hostname, and pid)")
@@ -49,9 +51,18 @@ type handle interface {
 // what closing it frees.
 type locker struct {
 	handle
-	// describe returns the topology and readiness for status.
-	describe func() (mode string, ready string)
+	// describe returns where the lock lives and its readiness, for status.
+	describe func() description
 	Close    func() error
+}
+
+// description is where a lock lives, as `lockctl status` shows it.
+type description struct {
+	mode       string
+	addresses  []string // the servers, or the sentinels in Sentinel mode
+	masterName string   // Sentinel mode
+	store      string   // Kind/name, "inline", or empty without a DistributedLock
+	ready      string
 }
 
 func (f *targetFlags) open(ctx context.Context) (*locker, error) {
@@ -67,17 +78,7 @@ func (f *targetFlags) open(ctx context.Context) (*locker, error) {
 		if !ok || ns == "" || name == "" {
 			return nil, exit(ExitUsage, fmt.Errorf("--lock %q: want NAMESPACE/NAME", f.lock))
 		}
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = f.kubeconfig
-		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-		if err != nil {
-			return nil, fmt.Errorf("loading the kubeconfig: %w", err)
-		}
-		l, err := kube.NewLocker(ctx, cfg, ns, name, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return &locker{handle: l, describe: func() (string, string) { return describe(l.Resource()) }, Close: l.Close}, nil
+		return openKube(ctx, f.kubeconfig, ns, name, opts)
 	case f.redis != "":
 		if f.key == "" {
 			return nil, exit(ExitUsage, errors.New("--redis needs --key"))
@@ -85,66 +86,6 @@ func (f *targetFlags) open(ctx context.Context) (*locker, error) {
 		return openRedis(f.redis, f.key, append([]lock.Option{lock.WithTTL(f.ttl)}, opts...))
 	}
 	return nil, exit(ExitUsage, errors.New("say which lock: --lock NAMESPACE/NAME, or --redis URL --key K"))
-}
-
-// describe reports a DistributedLock's mode and Ready condition.
-func describe(dl *v1alpha1.DistributedLock) (mode, ready string) {
-	ready = "Unknown"
-	for _, c := range dl.Status.Conditions {
-		if c.Type == v1alpha1.ConditionReady {
-			ready = string(c.Status)
-			if c.Status != "True" {
-				ready += " (" + c.Reason + ": " + c.Message + ")"
-			}
-		}
-	}
-	return string(dl.Spec.Redis.Mode), ready
-}
-
-// openRedis opens key on plain Redis: one URL, or several for Redlock.
-func openRedis(urls, key string, opts []lock.Option) (*locker, error) {
-	var clients []redis.UniversalClient
-	closeAll := func() {
-		for _, c := range clients {
-			_ = c.Close()
-		}
-	}
-	for u := range strings.SplitSeq(urls, ",") {
-		o, err := redis.ParseURL(strings.TrimSpace(u))
-		if err != nil {
-			closeAll()
-			return nil, exit(ExitUsage, fmt.Errorf("--redis %q: %w", u, err))
-		}
-		o.ContextTimeoutEnabled = true // a renewal stops waiting when the lease's validity ends
-		clients = append(clients, redis.NewClient(o))
-	}
-	var (
-		l    *lock.Locker
-		err  error
-		mode = "Standalone"
-	)
-	if len(clients) == 1 {
-		l, err = lock.New(clients[0], opts...)
-	} else {
-		mode = fmt.Sprintf("Redlock (%d nodes)", len(clients))
-		l, err = lock.NewRedlock(clients, opts...)
-	}
-	if err != nil {
-		closeAll()
-		return nil, exit(ExitUsage, err)
-	}
-	return &locker{
-		handle:   l.Mutex(key),
-		describe: func() (string, string) { return mode, "n/a (no DistributedLock)" },
-		Close: func() error {
-			err := l.Close()
-			closeAll()
-			if errors.Is(err, lock.ErrClosed) {
-				return nil
-			}
-			return err
-		},
-	}, nil
 }
 
 // exitCodeFor maps library errors to exit codes.

@@ -1,0 +1,57 @@
+/*
+Copyright 2026 The redlease Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package lockctl
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/pkg/kube"
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// openKube opens the DistributedLock namespace/name through pkg/kube: the
+// same path as a pod's, the lock's status and the one Secret it names.
+func openKube(ctx context.Context, kubeconfig, namespace, name string, opts []lock.Option) (*locker, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	l, err := kube.NewLocker(ctx, cfg, namespace, name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &locker{handle: l, describe: func() description { return describeLock(l.Resource()) }, Close: l.Close}, nil
+}
+
+// describeLock reports where a DistributedLock lives, as its status
+// publishes it, its store and its Ready condition.
+func describeLock(dl *v1alpha1.DistributedLock) description {
+	d := description{store: "inline", ready: "Unknown"}
+	if ref := dl.Spec.StoreRef; ref != nil {
+		d.store = string(ref.Kind) + "/" + ref.Name
+	}
+	if c := dl.Status.Connection; c != nil {
+		d.mode, d.addresses = string(c.Mode), c.Addresses
+		if c.Sentinel != nil {
+			d.masterName, d.addresses = c.Sentinel.MasterName, c.Sentinel.Addresses
+		}
+	}
+	for _, c := range dl.Status.Conditions {
+		if c.Type == v1alpha1.ConditionReady {
+			d.ready = string(c.Status)
+			if c.Status != "True" {
+				d.ready += " (" + c.Reason + ": " + c.Message + ")"
+			}
+		}
+	}
+	return d
+}
