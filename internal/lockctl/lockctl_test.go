@@ -267,23 +267,8 @@ func TestKubernetesMode(t *testing.T) {
 	ns := env.Namespace(t)
 	kubeconfig := env.KubeconfigFile(t)
 	srv := redistest.StartStandalone(t, redistest.WithPassword("s3cret"))
-	dl := &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
-		Spec: v1alpha1.DistributedLockSpec{StoreRef: &v1alpha1.StoreReference{Kind: v1alpha1.StoreKindClusterLockStore, Name: "shared"}}}
-	if err := env.Client.Create(t.Context(), dl); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "redlease-shared"},
-		Data: map[string][]byte{v1alpha1.CredentialsPassword: []byte("s3cret")}}); err != nil {
-		t.Fatal(err)
-	}
 	key := ns + "/nightly-run"
-	dl.Status = v1alpha1.DistributedLockStatus{Key: key,
-		Connection:           &v1alpha1.ConnectionStatus{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}},
-		CredentialsSecretRef: &v1alpha1.LocalSecretReference{Name: "redlease-shared"}}
-	apimeta.SetStatusCondition(&dl.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAvailable})
-	if err := env.Client.Status().Update(t.Context(), dl); err != nil {
-		t.Fatal(err)
-	}
+	dl := publishLock(t, env, ns, "nightly", key, srv.Addr(), "s3cret")
 
 	r := lockctl(t, "run", "--kubeconfig", kubeconfig, "--lock", ns+"/nightly", "--", "sh", "-c", `echo "$LOCK_KEY"`)
 	if r.code != 0 || strings.TrimSpace(r.stdout) != key {
@@ -291,29 +276,7 @@ func TestKubernetesMode(t *testing.T) {
 	}
 
 	cmd, _, _ := startRun(t, "run", "--kubeconfig", kubeconfig, "--lock", ns+"/nightly", "--identity", "holder-9", "--", "sh", "-c", "echo $$; exec sleep 30")
-	st := lockctl(t, "status", ns+"/nightly", "--kubeconfig", kubeconfig, "-o", "json")
-	var report struct {
-		Key, Mode, Store, Ready, Holder string
-		Addresses                       []string
-		Held                            bool
-		Fence                           uint64
-	}
-	if err := json.Unmarshal([]byte(st.stdout), &report); err != nil {
-		t.Fatalf("status -o json: %v: %q %s", err, st.stdout, st.stderr)
-	}
-	if report.Key != key || report.Mode != "Standalone" || len(report.Addresses) != 1 || report.Addresses[0] != srv.Addr() ||
-		report.Store != "ClusterLockStore/shared" || report.Ready != "True" || !report.Held || report.Holder != "holder-9" || report.Fence == 0 {
-		t.Fatalf("status = %+v", report)
-	}
-	if lockValue.MatchString(st.stdout) || strings.Contains(st.stdout, "s3cret") {
-		t.Fatal("status printed the lock value or the password")
-	}
-	table := lockctl(t, "status", ns+"/nightly", "--kubeconfig", kubeconfig)
-	for _, want := range []string{"HOLDER", "holder-9", key, srv.Addr(), "ClusterLockStore/shared"} {
-		if !strings.Contains(table.stdout, want) {
-			t.Fatalf("status table has no %q:\n%s", want, table.stdout)
-		}
-	}
+	checkStatus(t, kubeconfig, ns+"/nightly", key, srv.Addr())
 	_ = cmd.Process.Signal(syscall.SIGTERM) // forwarded to the child; lockctl then releases
 	if code := waitExit(t, cmd, 10*time.Second); code != 128+int(syscall.SIGTERM) {
 		t.Fatalf("lockctl after SIGTERM exited %d, want the child's 143", code)
@@ -326,6 +289,60 @@ func TestKubernetesMode(t *testing.T) {
 	}
 	if r := lockctl(t, "run", "--kubeconfig", kubeconfig, "--lock", ns+"/nightly", "--", "true"); r.code != 5 || !strings.Contains(r.stderr, "EndpointUnreachable") {
 		t.Fatalf("not Ready: exit %d, stderr %q; want 5 naming the reason", r.code, r.stderr)
+	}
+}
+
+// publishLock creates the DistributedLock ns/name on the ClusterLockStore
+// "shared" and publishes what the controller would: the credentials
+// Secret with password, and a Ready status with key and the server addr.
+func publishLock(t *testing.T, env *kubetest.Env, ns, name, key, addr, password string) *v1alpha1.DistributedLock {
+	t.Helper()
+	dl := &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.DistributedLockSpec{StoreRef: &v1alpha1.StoreReference{Kind: v1alpha1.StoreKindClusterLockStore, Name: "shared"}}}
+	if err := env.Client.Create(t.Context(), dl); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "redlease-shared"},
+		Data: map[string][]byte{v1alpha1.CredentialsPassword: []byte(password)}}); err != nil {
+		t.Fatal(err)
+	}
+	dl.Status = v1alpha1.DistributedLockStatus{Key: key,
+		Connection:           &v1alpha1.ConnectionStatus{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{addr}},
+		CredentialsSecretRef: &v1alpha1.LocalSecretReference{Name: "redlease-shared"}}
+	apimeta.SetStatusCondition(&dl.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAvailable})
+	if err := env.Client.Status().Update(t.Context(), dl); err != nil {
+		t.Fatal(err)
+	}
+	return dl
+}
+
+// checkStatus: `lockctl status` (JSON and table) reports the lock's key
+// and server from its status, its store, and the holder holder-9 with a
+// fence, never the lock value or a password.
+func checkStatus(t *testing.T, kubeconfig, lock, key, addr string) {
+	t.Helper()
+	st := lockctl(t, "status", lock, "--kubeconfig", kubeconfig, "-o", "json")
+	var report struct {
+		Key, Mode, Store, Ready, Holder string
+		Addresses                       []string
+		Held                            bool
+		Fence                           uint64
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &report); err != nil {
+		t.Fatalf("status -o json: %v: %q %s", err, st.stdout, st.stderr)
+	}
+	if report.Key != key || report.Mode != "Standalone" || len(report.Addresses) != 1 || report.Addresses[0] != addr ||
+		report.Store != "ClusterLockStore/shared" || report.Ready != "True" || !report.Held || report.Holder != "holder-9" || report.Fence == 0 {
+		t.Fatalf("status = %+v", report)
+	}
+	if lockValue.MatchString(st.stdout) || strings.Contains(st.stdout, "s3cret") {
+		t.Fatal("status printed the lock value or the password")
+	}
+	table := lockctl(t, "status", lock, "--kubeconfig", kubeconfig)
+	for _, want := range []string{"HOLDER", "holder-9", key, addr, "ClusterLockStore/shared"} {
+		if !strings.Contains(table.stdout, want) {
+			t.Fatalf("status table has no %q:\n%s", want, table.stdout)
+		}
 	}
 }
 

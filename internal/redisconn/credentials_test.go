@@ -51,11 +51,10 @@ func TestTLSConfig(t *testing.T) {
 }
 
 // TestFromSecret: every key of the credentials Secret lands where it
-// belongs, and bad data is an error naming the key, never the value.
+// belongs.
 func TestFromSecret(t *testing.T) {
 	ca := certtest.NewCA(t, "test CA")
 	certPEM, keyPEM := ca.ClientCert(t, "pod")
-	otherCert, _ := ca.ClientCert(t, "other")
 	full := map[string][]byte{
 		v1alpha1.CredentialsUsername: []byte("tenant"), v1alpha1.CredentialsPassword: []byte("s3cret"),
 		v1alpha1.CredentialsSentinelUsername: []byte("watcher"), v1alpha1.CredentialsSentinelPassword: []byte("s3ntinel"),
@@ -73,17 +72,28 @@ func TestFromSecret(t *testing.T) {
 		string(servers.TLS.CAPEM) != string(ca.PEM()) || servers.TLS.ClientCert == nil {
 		t.Errorf("TLS = %+v; want the server name, the CA and the client certificate, shared with the sentinels", servers.TLS)
 	}
-
 	servers, _, err = redisconn.FromSecret(full, false, "redis.svc", false)
 	if err != nil || servers.TLS != nil {
 		t.Errorf("TLS off: %+v, %v; want no TLS whatever the Secret holds", servers.TLS, err)
 	}
-	servers, sentinels, err = redisconn.FromSecret(nil, true, "", true)
+}
+
+// TestFromSecretDefaults: an empty Secret is the default user without
+// AUTH, and TLS on the system roots without a client certificate.
+func TestFromSecretDefaults(t *testing.T) {
+	servers, sentinels, err := redisconn.FromSecret(nil, true, "", true)
 	if err != nil || servers.Username != "" || servers.Password != "" || sentinels.Password != "" ||
 		servers.TLS == nil || !servers.TLS.InsecureSkipVerify || servers.TLS.CAPEM != nil || servers.TLS.ClientCert != nil {
 		t.Errorf("empty Secret: %+v, %+v, %v; want the default user, no AUTH, TLS with system roots and no client certificate", servers, sentinels, err)
 	}
+}
 
+// TestFromSecretRefusesBadData: unusable TLS data is an error naming the
+// key, never quoting the value.
+func TestFromSecretRefusesBadData(t *testing.T) {
+	ca := certtest.NewCA(t, "test CA")
+	certPEM, keyPEM := ca.ClientCert(t, "pod")
+	otherCert, _ := ca.ClientCert(t, "other")
 	for _, c := range []struct {
 		name  string
 		data  map[string][]byte
@@ -143,7 +153,7 @@ func TestFingerprint(t *testing.T) {
 		}
 		seen[fp] = name
 	}
-	if base().Fingerprint() != base().Fingerprint() {
+	if a, b := base(), base(); a.Fingerprint() != b.Fingerprint() {
 		t.Error("equal credentials, different fingerprints")
 	}
 }

@@ -63,9 +63,8 @@ func (r *secretReader) reads() int {
 }
 
 // TestSecretCache: the Secret is read again only when its copy is older
-// than maxAge; new connections get the password of the latest read; a
-// failed re-read keeps the copy (for maxAge more), unless the Secret is
-// gone or forbidden, or the copy was read for other TLS settings.
+// than maxAge, or read for another Secret or other TLS settings; new
+// connections get the password of the latest read.
 func TestSecretCache(t *testing.T) {
 	r := &secretReader{secret: corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", ResourceVersion: "1"},
 		Data: map[string][]byte{"username": []byte("tenant"), "password": []byte("old")}}}
@@ -94,6 +93,21 @@ func TestSecretCache(t *testing.T) {
 	time.Sleep(age)
 	if user, pw, err := c.serve(ctx); err != nil || user != "" || pw != "new" {
 		t.Fatalf("a connection after maxAge got %q/%q, %v; want the rotated password", user, pw, err)
+	}
+
+}
+
+// TestSecretCacheFailures: a failed re-read keeps the copy (for maxAge
+// more), unless the Secret is gone or forbidden, or the copy was read for
+// other TLS settings.
+func TestSecretCacheFailures(t *testing.T) {
+	r := &secretReader{secret: corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", ResourceVersion: "1"},
+		Data: map[string][]byte{"password": []byte("new")}}}
+	c := &secretCache{reader: r, namespace: "jobs"}
+	ctx := t.Context()
+	const age = 50 * time.Millisecond
+	if _, _, err := c.load(ctx, "creds", tlsParams{on: true}, age); err != nil {
+		t.Fatal(err)
 	}
 
 	r.mu.Lock()

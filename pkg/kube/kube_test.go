@@ -192,11 +192,8 @@ func TestLockerUsesTheStatusAndItsSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	releaseAtEnd(t, lease)
-	rc := srv.Client(t)
-	if got := rc.Get(t.Context(), key).Val(); got != lease.Value() {
-		t.Fatalf("Redis holds %q at status.key, want the lease's value", got)
-	}
-	if pttl := rc.PTTL(t.Context(), key).Val(); pttl <= 0 || pttl > 2*time.Second {
+	onServer(t, srv, lease)
+	if pttl := srv.Client(t).PTTL(t.Context(), key).Val(); pttl <= 0 || pttl > 2*time.Second {
 		t.Fatalf("PTTL = %v, want the spec's 2s TTL", pttl)
 	}
 	if lease.Fence() == 0 {
@@ -299,9 +296,7 @@ func TestLockerFollowsTheMasterInStatusWithoutDroppingHeldLeases(t *testing.T) {
 	for {
 		lease, err := l.TryAcquire(t.Context())
 		if err == nil {
-			if got := newMaster.Client(t).Get(t.Context(), key).Val(); got != lease.Value() {
-				t.Fatalf("new lease is not on the new master")
-			}
+			onServer(t, newMaster, lease)
 			if err := lease.Release(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -317,9 +312,7 @@ func TestLockerFollowsTheMasterInStatusWithoutDroppingHeldLeases(t *testing.T) {
 	if err := held.Err(); err != nil {
 		t.Fatalf("the lease held across the switch was dropped: %v", err)
 	}
-	if got := oldMaster.Client(t).Get(t.Context(), key).Val(); got != held.Value() {
-		t.Fatal("the held lease's key is no longer on the old master")
-	}
+	onServer(t, oldMaster, held)
 	if err := held.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -469,9 +462,7 @@ func TestLockerFollowsASentinelFailover(t *testing.T) {
 		}
 	}
 	releaseAtEnd(t, after)
-	if got := group.ServerByAddr(newMaster).Client(t).Get(ctx, key).Val(); got != after.Value() {
-		t.Fatalf("the lease after the failover is not on the new master %s", newMaster)
-	}
+	onServer(t, group.ServerByAddr(newMaster), after)
 	if after.Fence() <= before.Fence() {
 		t.Fatalf("fence after failover %d not above %d", after.Fence(), before.Fence())
 	}
@@ -490,10 +481,8 @@ func TestLockerOverRedlockNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	releaseAtEnd(t, lease)
-	for i, n := range nodes {
-		if got := n.Client(t).Get(t.Context(), "jobs/quorum").Val(); got != lease.Value() {
-			t.Fatalf("node %d does not hold the lease", i)
-		}
+	for _, n := range nodes {
+		onServer(t, n, lease)
 	}
 }
 
@@ -532,17 +521,29 @@ func TestLockerOverTLS(t *testing.T) {
 	ns := env.Namespace(t)
 	srv := redistest.StartStandalone(t, redistest.WithTLS())
 	dl := createLock(t, env, ns, "tls", v1alpha1.DistributedLockSpec{})
-	conn := standalone(srv.Addr())
-	conn.TLS = &v1alpha1.ConnectionTLS{ServerName: redistest.TLSServerName}
-	publish(t, env, dl, ns+"/tls", conn, map[string][]byte{v1alpha1.CredentialsCA: srv.CACertPEM()})
+	publish(t, env, dl, ns+"/tls", tlsConnection(srv), map[string][]byte{v1alpha1.CredentialsCA: srv.CACertPEM()})
 	l := newKubeLocker(t, podConfig(t, env, ns, credentialsSecret), ns, "tls")
 	lease, err := l.TryAcquire(t.Context())
 	if err != nil {
 		t.Fatalf("TryAcquire over TLS: %v", err)
 	}
 	releaseAtEnd(t, lease)
-	if got := srv.Client(t).Get(t.Context(), ns+"/tls").Val(); got != lease.Value() {
-		t.Fatal("the lease is not on the TLS server")
+	onServer(t, srv, lease)
+}
+
+// tlsConnection is the connection of a server started WithTLS, checked
+// against the name in its certificate.
+func tlsConnection(srv *redistest.Server) v1alpha1.ConnectionStatus {
+	conn := standalone(srv.Addr())
+	conn.TLS = &v1alpha1.ConnectionTLS{ServerName: redistest.TLSServerName}
+	return conn
+}
+
+// onServer fails the test unless srv holds lease under its key.
+func onServer(t *testing.T, srv *redistest.Server, lease *lock.Lease) {
+	t.Helper()
+	if got := srv.Client(t).Get(t.Context(), lease.Key()).Val(); got != lease.Value() {
+		t.Fatalf("%s does not hold the lease on %q", srv.Addr(), lease.Key())
 	}
 }
 
@@ -562,9 +563,7 @@ func TestLockerOverMutualTLS(t *testing.T) {
 		return map[string][]byte{v1alpha1.CredentialsCA: srv.CACertPEM(), v1alpha1.CredentialsClientCert: cert, v1alpha1.CredentialsClientKey: key}
 	}
 	dl := createLock(t, env, ns, "mtls", v1alpha1.DistributedLockSpec{TTL: &metav1.Duration{Duration: time.Second}})
-	conn := standalone(srv.Addr())
-	conn.TLS = &v1alpha1.ConnectionTLS{ServerName: redistest.TLSServerName}
-	publish(t, env, dl, ns+"/mtls", conn, credentials(strangerCA))
+	publish(t, env, dl, ns+"/mtls", tlsConnection(srv), credentials(strangerCA))
 	l := newKubeLocker(t, podConfig(t, env, ns, credentialsSecret), ns, "mtls")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -584,9 +583,7 @@ func TestLockerOverMutualTLS(t *testing.T) {
 		return err == nil
 	})
 	releaseAtEnd(t, lease)
-	if got := srv.Client(t).Get(t.Context(), ns+"/mtls").Val(); got != lease.Value() {
-		t.Fatal("the lease is not on the server")
-	}
+	onServer(t, srv, lease)
 }
 
 // TestPasswordRotationKeepsHeldLeases: the controller rotates the password
