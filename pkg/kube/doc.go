@@ -37,8 +37,9 @@ SPDX-License-Identifier: Apache-2.0
 // sentinels' credentials and TLS material are read when a binding is
 // built, so a change to them makes a new binding for new acquisitions only.
 //
-// The lock's identity (status.key, mode, db, the Redlock nodes, the
-// Cluster seeds, the Sentinel master name) is immutable in the API. When
+// The lock's identity (spec.storeRef, status.key, mode, db, the Redlock
+// nodes, the Cluster seeds, the Sentinel master name) is immutable in the
+// API. When
 // it changes anyway (the resource deleted and re-created under the same
 // name) while this handle holds leases under the old one, new acquisitions
 // wait for those leases to end (Acquire) or fail with ErrRebinding

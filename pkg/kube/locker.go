@@ -25,8 +25,8 @@ import (
 // lock.ErrClosed, so errors.Is(err, lock.ErrClosed) holds too.
 var ErrClosed = fmt.Errorf("kube: %w", lock.ErrClosed)
 
-// ErrRebinding reports an acquisition refused because the DistributedLock's
-// status now names another lock — another status.key, mode or db, Redlock
+// ErrRebinding reports an acquisition refused because the DistributedLock
+// now names another lock — another store, status.key, mode or db, Redlock
 // nodes, Cluster seeds or Sentinel master name — while this Locker still
 // holds leases, or has acquisitions in flight, under the old one. It
 // happens when the resource is deleted and re-created under the same name

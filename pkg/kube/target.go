@@ -32,15 +32,18 @@ import (
 // itself). The error names the reason.
 var ErrNotReady = errors.New("kube: DistributedLock not ready")
 
-// identity is what makes a DistributedLock the lock it is, as its status
-// publishes it: the effective key, the mode and db, and where the key
-// lives when that is fixed: the Redlock nodes (the quorum is counted over
-// them), the Sentinel master name, the Cluster seeds. Two bindings of
-// different identities are two locks. It leaves out the master of
-// Standalone and Replicated, which moves on a failover and must be
-// followed, the sentinels' addresses, and what does not move the lock
-// (TTL, credentials, TLS).
+// identity is what makes a DistributedLock the lock it is: the store it
+// lives on (spec.storeRef, immutable; empty for an inline lock) and, as
+// its status publishes them, the effective key, the mode and db, and where
+// the key lives when that is fixed: the Redlock nodes (the quorum is
+// counted over them), the Sentinel master name, the Cluster seeds. Two
+// bindings of different identities are two locks. It leaves out the
+// master of Standalone and Replicated, which moves on a failover and must
+// be followed, the sentinels' addresses, and what does not move the lock
+// (TTL, credentials, TLS). The store is in so that a lock re-created on
+// another store under the same key is not taken for a failover.
 type identity struct {
+	store      v1alpha1.StoreReference
 	key        string
 	mode       v1alpha1.RedisMode
 	db         int32
@@ -48,8 +51,11 @@ type identity struct {
 	masterName string
 }
 
-func identityOf(key string, c *v1alpha1.ConnectionStatus) identity {
+func identityOf(store *v1alpha1.StoreReference, key string, c *v1alpha1.ConnectionStatus) identity {
 	id := identity{key: key, mode: c.Mode, db: c.DB}
+	if store != nil {
+		id.store = *store
+	}
 	switch c.Mode {
 	case v1alpha1.RedisModeRedlock, v1alpha1.RedisModeCluster:
 		id.nodes = strings.Join(slices.Sorted(slices.Values(c.Addresses)), ", ")
@@ -99,7 +105,7 @@ func resolve(ctx context.Context, secrets *secretCache, dl *v1alpha1.Distributed
 	t := leaseSettings(dl)
 	t.key = st.Key
 	t.conn = *st.Connection.DeepCopy()
-	t.id = identityOf(t.key, &t.conn)
+	t.id = identityOf(dl.Spec.StoreRef, t.key, &t.conn)
 	var tls tlsParams
 	if c := t.conn.TLS; c != nil {
 		tls = tlsParams{on: true, serverName: c.ServerName, insecure: c.InsecureSkipVerify}

@@ -34,6 +34,7 @@ func readyLock(conn v1alpha1.ConnectionStatus) *v1alpha1.DistributedLock {
 // TestIdentity: what moves a lock (and so needs its held leases to end
 // before a new binding) and what is followed.
 func TestIdentity(t *testing.T) {
+	shared := &v1alpha1.StoreReference{Kind: v1alpha1.StoreKindClusterLockStore, Name: "shared"}
 	for _, c := range []struct {
 		name   string
 		mode   v1alpha1.RedisMode
@@ -67,9 +68,21 @@ func TestIdentity(t *testing.T) {
 		before, after := conn(), conn()
 		key := "jobs/compaction"
 		c.change(&key, &after)
-		a, b := identityOf("jobs/compaction", &before), identityOf(key, &after)
+		a, b := identityOf(shared, "jobs/compaction", &before), identityOf(shared, key, &after)
 		if moves := a != b; moves != c.moves {
 			t.Errorf("%s: %v -> %v: moves = %v, want %v", c.name, a, b, moves, c.moves)
+		}
+	}
+
+	conn := v1alpha1.ConnectionStatus{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"r-0:6379"}}
+	onShared := identityOf(shared, "jobs/compaction", &conn)
+	for name, store := range map[string]*v1alpha1.StoreReference{
+		"another store":            {Kind: v1alpha1.StoreKindClusterLockStore, Name: "other"},
+		"a LockStore of that name": {Kind: v1alpha1.StoreKindLockStore, Name: "shared"},
+		"inline servers, no store": nil,
+	} {
+		if identityOf(store, "jobs/compaction", &conn) == onShared {
+			t.Errorf("re-created on %s with the same key and server: not a move", name)
 		}
 	}
 }
