@@ -39,14 +39,14 @@ const (
 // immutable: changing it while leases are held would give holders on the
 // old servers and holders on the new ones at once. The transition rules sit
 // on the whole object so that adding or removing an optional field counts
-// as a change too; an absent db equals its default 0. Moving a lock means
-// deleting and re-creating it.
+// as a change too; an absent db equals its default 0. Moving a lock or a
+// store means deleting and re-creating it.
 //
-// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode",fieldPath=".mode",messageExpression="'mode is immutable (' + oldSelf.mode + ' to ' + self.mode + '): delete and re-create the lock to move it'"
-// +kubebuilder:validation:XValidation:rule="(has(self.db) ? self.db : 0) == (has(oldSelf.db) ? oldSelf.db : 0)",fieldPath=".db",message="db is immutable (absent is 0): delete and re-create the lock to move it"
-// +kubebuilder:validation:XValidation:rule="has(self.addresses) == has(oldSelf.addresses) && (!has(self.addresses) || self.addresses == oldSelf.addresses)",fieldPath=".addresses",message="addresses is immutable: delete and re-create the lock to move it (the servers, and for Redlock the quorum, are part of the lock's identity)"
-// +kubebuilder:validation:XValidation:rule="has(self.service) == has(oldSelf.service) && (!has(self.service) || self.service == oldSelf.service)",fieldPath=".service",message="service is immutable: delete and re-create the lock to move it"
-// +kubebuilder:validation:XValidation:rule="has(self.sentinel) == has(oldSelf.sentinel) && (!has(self.sentinel) || self.sentinel.masterName == oldSelf.sentinel.masterName)",fieldPath=".sentinel.masterName",messageExpression="'sentinel.masterName is immutable' + (has(self.sentinel) && has(oldSelf.sentinel) ? ' (' + oldSelf.sentinel.masterName + ' to ' + self.sentinel.masterName + ')' : '') + ': delete and re-create the lock to move it'"
+// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode",fieldPath=".mode",messageExpression="'mode is immutable (' + oldSelf.mode + ' to ' + self.mode + '): delete and re-create the lock or store to move it'"
+// +kubebuilder:validation:XValidation:rule="(has(self.db) ? self.db : 0) == (has(oldSelf.db) ? oldSelf.db : 0)",fieldPath=".db",message="db is immutable (absent is 0): delete and re-create the lock or store to move it"
+// +kubebuilder:validation:XValidation:rule="has(self.addresses) == has(oldSelf.addresses) && (!has(self.addresses) || self.addresses == oldSelf.addresses)",fieldPath=".addresses",message="addresses is immutable: delete and re-create the lock or store to move it (the servers, and for Redlock the quorum, are part of its identity)"
+// +kubebuilder:validation:XValidation:rule="has(self.service) == has(oldSelf.service) && (!has(self.service) || self.service == oldSelf.service)",fieldPath=".service",message="service is immutable: delete and re-create the lock or store to move it"
+// +kubebuilder:validation:XValidation:rule="has(self.sentinel) == has(oldSelf.sentinel) && (!has(self.sentinel) || self.sentinel.masterName == oldSelf.sentinel.masterName)",fieldPath=".sentinel.masterName",messageExpression=`'sentinel.masterName is immutable' + (has(self.sentinel) && has(oldSelf.sentinel) ? ' (' + oldSelf.sentinel.masterName + ' to ' + self.sentinel.masterName + ')' : "") + ': delete and re-create the lock or store to move it'`
 // +kubebuilder:validation:XValidation:rule="!(has(self.addresses) && has(self.service))",message="set either addresses or service, not both"
 // +kubebuilder:validation:XValidation:rule="self.mode in ['Sentinel', 'Redlock'] || has(self.addresses) || has(self.service)",reason="FieldValueRequired",message="set addresses or service to say where the Redis servers are"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Sentinel' || (!has(self.addresses) && !has(self.service))",reason="FieldValueForbidden",message="in Sentinel mode the servers are found through the sentinels: set sentinel.addresses, not addresses or service"
@@ -394,7 +394,6 @@ type EndpointStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	LastError string `json:"lastError,omitempty"`
 }
-
 
 // LocalSecretReference names a Secret in the resource's own namespace.
 type LocalSecretReference struct {
