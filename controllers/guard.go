@@ -298,7 +298,8 @@ func masterList(ms []*endpoint) string {
 // reach the server with the same credentials, so a lock can never make the
 // controller change a server with anybody else's credentials. Settings are
 // server-wide: among requesters that merge the strictest wish applies, and
-// a store's wish wins over inline locks' on the same run_id.
+// a store's wish wins over inline locks' on the same server (same
+// credentials, same run_id).
 type guardRegistry struct {
 	mu    sync.Mutex
 	wants map[string]guardWish
@@ -350,15 +351,18 @@ type guardDecision struct {
 	settings redisprobe.ReplicaSettings
 	// deferred is true for an inline lock on a server a store manages.
 	deferred bool
-	// others counts requesters on the same run_id that want different
-	// settings (they are not named: they may be other namespaces').
+	// others counts requesters on the same server (same credentials and
+	// run_id) that want different settings (they are not named: they may
+	// be other namespaces').
 	others int
 }
 
-// effective decides what self applies to srv. Requests merge between
-// requesters of the same class (stores, or inline locks) that use the
-// same credentials; an inline lock defers to any store that manages the
-// same run_id.
+// effective decides what self applies to srv. Only requesters that reach
+// srv with the same credentials (and see the same run_id through them)
+// have a say: requests merge between those of the same class (stores, or
+// inline locks), and an inline lock defers to a store among them. A
+// run_id alone is what any server can claim: a requester on a server that
+// forges it must neither change, hold back nor raise a conflict on others'.
 func (g *guardRegistry) effective(srv guardServer, self string) guardDecision {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -369,8 +373,7 @@ func (g *guardRegistry) effective(srv guardServer, self string) guardDecision {
 		if name == self {
 			continue
 		}
-		sameRun := slices.ContainsFunc(w.servers, func(s guardServer) bool { return s.runID == srv.runID })
-		if !sameRun {
+		if !slices.Contains(w.servers, srv) {
 			continue
 		}
 		if w.settings != mine.settings {
@@ -383,7 +386,7 @@ func (g *guardRegistry) effective(srv guardServer, self string) guardDecision {
 				st = storeWish.Stricter(st)
 			}
 			storeWish = &st
-		case w.store == mine.store && slices.Contains(w.servers, srv):
+		case w.store == mine.store:
 			d.settings = d.settings.Stricter(w.settings)
 		}
 	}

@@ -55,9 +55,10 @@ func TestRequeueBackoff(t *testing.T) {
 
 // TestGuardRegistry: requests merge only between requesters of one class
 // (stores, or inline locks) that reach a server with the same credentials;
-// an inline lock defers to a store on the same run_id; a server that
-// claims another's run_id through other credentials reaches nobody's
-// settings (the forged run_id attack).
+// an inline lock defers to a store on the same server (same credentials,
+// same run_id); a server that claims another's run_id through other
+// credentials reaches nobody's settings, holds nobody back and raises no
+// conflict (the forged run_id attack).
 func TestGuardRegistry(t *testing.T) {
 	s := func(w, l int) redisprobe.ReplicaSettings {
 		return redisprobe.ReplicaSettings{MinReplicasToWrite: w, MinReplicasMaxLag: l}
@@ -83,11 +84,15 @@ func TestGuardRegistry(t *testing.T) {
 		{"forged run_id through other credentials does not merge", []wish{
 			{"victim", guardWish{settings: s(1, 10), servers: []guardServer{srv("victim-creds", "run1")}}},
 			{"attacker", guardWish{settings: s(100, 1), servers: []guardServer{srv("attacker-creds", "run1")}}},
-		}, "victim", srv("victim-creds", "run1"), guardDecision{settings: s(1, 10), others: 1}},
+		}, "victim", srv("victim-creds", "run1"), guardDecision{settings: s(1, 10)}},
 		{"store wins over an inline lock", []wish{
 			{"inline", guardWish{settings: s(3, 10), servers: []guardServer{srv("k1", "run1")}}},
-			{"store", guardWish{settings: s(1, 10), servers: []guardServer{srv("k2", "run1")}, store: true}},
+			{"store", guardWish{settings: s(1, 10), servers: []guardServer{srv("k1", "run1")}, store: true}},
 		}, "inline", srv("k1", "run1"), guardDecision{settings: s(1, 10), deferred: true, others: 1}},
+		{"a store on a forged run_id holds no inline lock back", []wish{
+			{"victim", guardWish{settings: s(1, 10), servers: []guardServer{srv("victim-creds", "run1")}}},
+			{"attacker", guardWish{settings: s(100, 10), servers: []guardServer{srv("attacker-creds", "run1")}, store: true}},
+		}, "victim", srv("victim-creds", "run1"), guardDecision{settings: s(1, 10)}},
 		{"a store ignores inline wishes", []wish{
 			{"inline", guardWish{settings: s(3, 10), servers: []guardServer{srv("k1", "run1")}}},
 			{"store", guardWish{settings: s(1, 10), servers: []guardServer{srv("k1", "run1")}, store: true}},
