@@ -267,7 +267,9 @@ func rotation(cur existingSecret, storeToken string, now time.Time, grace time.D
 	case pw == "":
 		pw, prevHash, until = redisacl.NewPassword(), "", ""
 	case cur.annotations[annotationRotated] != want:
-		prevHash, until = redisacl.PasswordHash(pw), now.Add(grace).UTC().Format(time.RFC3339)
+		// now (the round's clock) and RFC 3339 keep whole seconds: round
+		// up, so that the old password stays accepted at least grace.
+		prevHash, until = redisacl.PasswordHash(pw), now.Add(grace+time.Second).UTC().Truncate(time.Second).Format(time.RFC3339)
 		pw = redisacl.NewPassword()
 	}
 	if t, err := time.Parse(time.RFC3339, until); err != nil || !now.Before(t) {
