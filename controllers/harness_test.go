@@ -17,6 +17,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,18 +61,24 @@ type harnessOptions struct {
 	concurrency int
 	// env is the API server (default: the package's shared one).
 	env *kubetest.Env
+	// namespaces is how many namespaces the manager caches besides h.ns
+	// (tenants of a ClusterLockStore, an attacker's namespace); h.extra
+	// names them.
+	namespaces int
 }
 
 // harness is a manager running the DistributedLock controller in-process
 // against the shared API server, for one test namespace.
 type harness struct {
-	t    testing.TB
-	env  *kubetest.Env
-	ns   string
-	c    client.Client
-	logs *logSink
-	pool *redisprobe.Pool
-	r    *DistributedLockReconciler
+	t   testing.TB
+	env *kubetest.Env
+	ns  string
+	// extra are the further namespaces of harnessOptions.namespaces.
+	extra []string
+	c     client.Client
+	logs  *logSink
+	pool  *redisprobe.Pool
+	r     *DistributedLockReconciler
 
 	mu         sync.Mutex
 	reconciles map[string]*atomic.Int64
@@ -91,13 +98,29 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	if o.probeInterval == 0 {
 		o.probeInterval = time.Second
 	}
+	namespaces := map[string]cache.Config{h.ns: {}}
+	for range o.namespaces {
+		ns := env.Namespace(t)
+		h.extra = append(h.extra, ns)
+		namespaces[ns] = cache.Config{}
+	}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Logger:                 logr.New(h.logs),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache: cache.Options{
+			DefaultNamespaces: namespaces,
+			// ClusterLockStores are cluster-scoped, so every test's manager
+			// would reconcile every test's stores (and prune their tenant
+			// users, finding none of their locks in its own namespaces).
+			// Each manager sees only the stores its test labels with
+			// h.ns (see createClusterStore); production runs one manager.
+			ByObject: map[client.Object]cache.ByObject{
+				&v1alpha1.ClusterLockStore{}: {Label: labels.SelectorFromSet(labels.Set{harnessLabel: h.ns})},
+			},
+		},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		t.Fatalf("creating the manager: %v", err)
@@ -179,12 +202,18 @@ func (h *harness) get(name string) (*v1alpha1.DistributedLock, error) {
 // cond's last error and the status after waitTimeout.
 func (h *harness) waitFor(name, what string, cond func(*v1alpha1.DistributedLock) error) *v1alpha1.DistributedLock {
 	h.t.Helper()
+	return h.waitForIn(h.ns, name, what, cond)
+}
+
+// waitForIn is waitFor for the lock name in namespace ns.
+func (h *harness) waitForIn(ns, name, what string, cond func(*v1alpha1.DistributedLock) error) *v1alpha1.DistributedLock {
+	h.t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	var last error
 	var dl *v1alpha1.DistributedLock
 	for {
-		var err error
-		dl, err = h.get(name)
+		dl = &v1alpha1.DistributedLock{}
+		err := h.c.Get(h.ctx(), types.NamespacedName{Namespace: ns, Name: name}, dl)
 		if err == nil {
 			if last = cond(dl); last == nil {
 				return dl
@@ -194,7 +223,7 @@ func (h *harness) waitFor(name, what string, cond func(*v1alpha1.DistributedLock
 		}
 		if time.Now().After(deadline) {
 			st, _ := yaml.Marshal(dl.Status)
-			h.t.Fatalf("%s: %s: not within %v: %v\nstatus:\n%s", name, what, waitTimeout, last, st)
+			h.t.Fatalf("%s/%s: %s: not within %v: %v\nstatus:\n%s", ns, name, what, waitTimeout, last, st)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -211,6 +240,22 @@ func (h *harness) eventually(what string, cond func() error) {
 		}
 		if time.Now().After(deadline) {
 			h.t.Fatalf("%s: not within %v: %v", what, waitTimeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// consistently polls cond for d (what must stay true, e.g. a setting no
+// attacker may change), failing the test at the first error.
+func (h *harness) consistently(what string, d time.Duration, cond func() error) {
+	h.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if err := cond(); err != nil {
+			h.t.Fatalf("%s: broken within %v: %v", what, d, err)
+		}
+		if time.Now().After(deadline) {
+			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
