@@ -255,9 +255,9 @@ func readConfig(ctx context.Context, m *endpoint) (redisprobe.ServerConfig, erro
 
 func configFailure(m *endpoint, err error) (string, string) {
 	if errors.Is(err, redisprobe.ErrConfigUnavailable) || redisprobe.IsConfigUnavailable(err) {
-		return v1alpha1.ReasonConfigUnavailable, fmt.Sprintf("%s: CONFIG is disabled, renamed or denied (%s): the replica guard cannot be read or applied", m.addr, errorText(err))
+		return v1alpha1.ReasonConfigUnavailable, fmt.Sprintf("%s: CONFIG is disabled, renamed or denied (%s): the replica guard cannot be read or applied", m.addr, redisprobe.StatusText(err))
 	}
-	return v1alpha1.ReasonConfigUnavailable, fmt.Sprintf("%s: reading or applying the replica guard failed: %s", m.addr, errorText(err))
+	return v1alpha1.ReasonConfigUnavailable, fmt.Sprintf("%s: reading or applying the replica guard failed: %s", m.addr, redisprobe.StatusText(err))
 }
 
 func guardRank(reason string) int {

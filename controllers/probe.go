@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -114,7 +115,7 @@ func (r *DistributedLockReconciler) pickMaster(_ context.Context, rd *round) {
 	case v1alpha1.RedisModeSentinel:
 		p = pickSentinel(rd.sentinelMaster, rd.find(rd.sentinelMaster))
 	case v1alpha1.RedisModeCluster:
-		p = pickCluster(rd.shards, rd.slot, rd.find)
+		p = pickCluster(rd.shards, rd.slot, rd.key != "", rd.find)
 	case v1alpha1.RedisModeRedlock:
 		p = pickRedlock(rd.endpoints)
 	}
@@ -209,7 +210,7 @@ func pickSentinel(addr string, e *endpoint) masterPick {
 // pickCluster: every shard's master, each of which must answer as a
 // healthy master, and the one serving the key's slot (-1: unknown). find
 // returns the probe of an address.
-func pickCluster(shards []redisprobe.Shard, slot int, find func(string) *endpoint) masterPick {
+func pickCluster(shards []redisprobe.Shard, slot int, keyed bool, find func(string) *endpoint) masterPick {
 	var (
 		p        masterPick
 		problems []string
@@ -235,7 +236,7 @@ func pickCluster(shards []redisprobe.Shard, slot int, find func(string) *endpoin
 			}
 		}
 	}
-	if len(problems) == 0 && p.master == nil {
+	if len(problems) == 0 && p.master == nil && keyed {
 		reason = v1alpha1.ReasonMasterUnknown
 		if slot < 0 {
 			problems = append(problems, "CLUSTER KEYSLOT failed: the key's master is unknown")
@@ -273,10 +274,13 @@ func (rd *round) find(addr string) *endpoint {
 // unreachableReason is AuthFailed or EndpointUnreachable for e, with a
 // message.
 func unreachableReason(e *endpoint) (string, string) {
-	if redisprobe.IsAuthError(e.err) {
-		return v1alpha1.ReasonAuthFailed, fmt.Sprintf("%s refused the credentials: %s", e.addr, errorText(e.err))
+	switch {
+	case errors.Is(e.err, redisprobe.ErrAddressNotAllowed):
+		return v1alpha1.ReasonAddressNotAllowed, fmt.Sprintf("%s is outside the networks this controller may connect to (--allowed-redis-cidrs)", e.addr)
+	case redisprobe.IsAuthError(e.err):
+		return v1alpha1.ReasonAuthFailed, fmt.Sprintf("%s refused the credentials: %s", e.addr, redisprobe.StatusText(e.err))
 	}
-	return v1alpha1.ReasonEndpointUnreachable, fmt.Sprintf("%s is unreachable: %s", e.addr, errorText(e.err))
+	return v1alpha1.ReasonEndpointUnreachable, fmt.Sprintf("%s is unreachable: %s", e.addr, redisprobe.StatusText(e.err))
 }
 
 func roleWord(e *endpoint) string {

@@ -136,7 +136,7 @@ func (r *DistributedLockReconciler) resolveSentinel(ctx context.Context, rd *rou
 		}
 		v, err := redisprobe.AskSentinel(ctx, sn.client, s.MasterName)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", sn.addr, err))
+			errs = append(errs, fmt.Sprintf("%s: %v", sn.addr, redisprobe.StatusText(err)))
 			continue
 		}
 		view, asked = v, true
@@ -182,7 +182,7 @@ func (r *DistributedLockReconciler) resolveCluster(ctx context.Context, rd *roun
 			}
 		}
 		seed.probed, seed.err = true, err
-		errs = append(errs, fmt.Sprintf("%s: %v", seed.addr, errorText(err)))
+		errs = append(errs, fmt.Sprintf("%s: %v", seed.addr, redisprobe.StatusText(err)))
 	}
 	if rd.shards == nil {
 		if reason, msg, ok := unreachableSummary(seedEPs, "Cluster seed"); ok {
@@ -223,9 +223,9 @@ func unreachableSummary(eps []*endpoint, what string) (reason, message string, o
 		case e.reachable():
 			return "", "", false
 		case redisprobe.IsAuthError(e.err):
-			auth = append(auth, fmt.Sprintf("%s: %s", e.addr, errorText(e.err)))
+			auth = append(auth, fmt.Sprintf("%s: %s", e.addr, redisprobe.StatusText(e.err)))
 		default:
-			down = append(down, fmt.Sprintf("%s: %s", e.addr, errorText(e.err)))
+			down = append(down, fmt.Sprintf("%s: %s", e.addr, redisprobe.StatusText(e.err)))
 		}
 	}
 	if len(auth) > 0 {

@@ -206,7 +206,7 @@ func endpointStatuses(rd *round) []v1alpha1.EndpointStatus {
 				es.Role = v1alpha1.EndpointRoleSentinel
 			}
 		} else {
-			es.LastError = errorText(e.err)
+			es.LastError = redisprobe.StatusText(e.err)
 		}
 		out = append(out, es)
 		if len(out) == maxEndpoints {

@@ -56,6 +56,7 @@ type flags struct {
 	redisTimeout             time.Duration
 	redisPoolSize            int
 	allowedRedisCIDRs        string
+	allowInlineLocks         bool
 	watchNamespaces          string
 	maxConcurrentReconciles  int
 	gracefulShutdownDuration time.Duration
@@ -77,6 +78,7 @@ func run() error {
 	flag.DurationVar(&f.redisTimeout, "redis-timeout", 2*time.Second, "Dial, read and write timeout of each Redis command.")
 	flag.IntVar(&f.redisPoolSize, "redis-pool-size", 4, "Most connections per Redis server (per distinct credentials), shared by every DistributedLock using it.")
 	flag.StringVar(&f.allowedRedisCIDRs, "allowed-redis-cidrs", "", "Comma-separated CIDRs (e.g. 10.0.0.0/8,fd00::/8) the controller may connect to; empty: any network. Checked on every address dialed, after DNS resolution, including addresses learned from Sentinel and Redis Cluster.")
+	flag.BoolVar(&f.allowInlineLocks, "allow-inline-locks", true, "Serve DistributedLocks that name their own Redis servers (spec.redis). Turn it off in multi-tenant clusters, where namespace editors could otherwise point the controller anywhere: locks must then use a LockStore or ClusterLockStore.")
 	flag.StringVar(&f.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch; empty: all namespaces.")
 	flag.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "DistributedLocks reconciled in parallel.")
 	flag.DurationVar(&f.gracefulShutdownDuration, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for running reconciles on shutdown.")
@@ -142,9 +144,10 @@ func run() error {
 		}
 	}()
 	r := controllers.NewDistributedLockReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("redlease-controller"), controllers.Options{
-		ProbeInterval: f.probeInterval,
-		ProbeTimeout:  f.probeTimeout,
-		Pool:          pool,
+		ProbeInterval:       f.probeInterval,
+		ProbeTimeout:        f.probeTimeout,
+		Pool:                pool,
+		DisallowInlineLocks: !f.allowInlineLocks,
 	})
 	ctx := ctrl.SetupSignalHandler()
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: f.maxConcurrentReconciles, RecoverPanic: ptr.To(true)}); err != nil {
