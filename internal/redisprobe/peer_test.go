@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package redisprobe
 
 import (
+	"context"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,7 @@ type peer struct {
 
 func startPeer(t *testing.T, hang bool, script ...string) *peer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

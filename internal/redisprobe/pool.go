@@ -13,12 +13,12 @@ import (
 	"github.com/redlease/redlease/internal/redisconn"
 )
 
-// Credentials and TLS are redisconn's: the controller, pkg/kube and lockctl
-// describe who connects the same way, and redisconn builds their TLS.
-type (
-	Credentials = redisconn.Credentials
-	TLS         = redisconn.TLS
-)
+// Credentials are redisconn's: the controller, pkg/kube and lockctl
+// describe who connects the same way.
+type Credentials = redisconn.Credentials
+
+// TLS is redisconn's: it builds the TLS config of every client.
+type TLS = redisconn.TLS
 
 // ErrBadCA is returned for a CA bundle that holds no PEM certificate.
 var ErrBadCA = redisconn.ErrBadCA

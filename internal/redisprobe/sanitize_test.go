@@ -123,7 +123,7 @@ func TestStatusTextNonRedisPeers(t *testing.T) {
 }
 
 func TestStatusTextConnectionRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
