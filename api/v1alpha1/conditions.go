@@ -112,11 +112,12 @@ const (
 	// be read or applied.
 	ReasonConfigUnavailable = "ConfigUnavailable"
 
-	// ReasonSettingsConflict (ReplicationGuarded True, and a Warning Event):
-	// two or more DistributedLocks ask one master for different replica
-	// settings; the stricter values apply (the larger min-replicas-to-write,
-	// the smaller min-replicas-max-lag), so every lock's guard is in force,
-	// and every lock involved reports this reason.
+	// ReasonSettingsConflict (ReplicationGuarded, and a Warning Event):
+	// requesters (stores, inline locks) that reach one master with the same
+	// credentials ask it for different replica settings; among them the
+	// stricter values apply (the larger min-replicas-to-write, the smaller
+	// min-replicas-max-lag), and a store's settings win over inline locks'.
+	// Requesters are counted, never named: they may be other namespaces'.
 	ReasonSettingsConflict = "SettingsConflict"
 
 	// ReasonQuorumReached (QuorumAvailable True): a majority of independent
