@@ -58,7 +58,7 @@ func TestDefaults(t *testing.T) {
 func checkDefaultObjects(t *testing.T, m *manifest) {
 	t.Helper()
 	want := map[string][]string{ // kind -> "namespace/name"
-		"CustomResourceDefinition": {"/" + crdName},
+		"CustomResourceDefinition": {"/clusterlockstores.redlease.io", "/" + crdName, "/lockstores.redlease.io"},
 		"ServiceAccount":           {namespace + "/" + managerName},
 		"ClusterRole":              {"/" + managerRole, "/" + metricsAuth, "/" + metricsRead},
 		"ClusterRoleBinding":       {"/redlease-manager-rolebinding", "/redlease-metrics-auth-rolebinding"},
@@ -300,10 +300,15 @@ func TestCRDToggles(t *testing.T) {
 				}
 				return
 			}
-			if len(crds) != 1 {
-				t.Fatalf("%d CRDs rendered, want 1", len(crds))
+			if len(crds) != 3 {
+				t.Fatalf("%d CRDs rendered, want 3 (DistributedLock, LockStore, ClusterLockStore)", len(crds))
 			}
 			got, ok := crds[0].GetAnnotations()[keepPolicy]
+			for _, c := range crds[1:] {
+				if g, o := c.GetAnnotations()[keepPolicy]; g != got || o != ok {
+					t.Errorf("%s: annotation %s = %q, the first CRD's %q: all CRDs follow crds.keep alike", c.GetName(), keepPolicy, g, got)
+				}
+			}
 			if tc.keepNote && got != "keep" {
 				t.Errorf("annotation %s = %q (present %v), want keep", keepPolicy, got, ok)
 			}
