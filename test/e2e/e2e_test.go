@@ -184,6 +184,10 @@ func (lt *localTopologies) localize(dl *v1alpha1.DistributedLock) {
 	if r.PasswordSecretRef != nil {
 		r.PasswordSecretRef.Key = "password"
 	}
+	// The local servers have only the default user: the controller uses
+	// the pods' credentials (a separate controllerAuth is covered by the
+	// controller's store tests).
+	dl.Spec.ControllerAuth = nil
 }
 
 // applySamples creates every DistributedLock sample, localized, in ns with
