@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -20,20 +21,28 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/redlease/redlease/api/v1alpha1"
 )
 
 const (
-	managerName  = "redlease-controller-manager"
-	managerRole  = "redlease-manager-role"
-	leaderRole   = "redlease-leader-election-role"
-	metricsAuth  = "redlease-metrics-auth-role"
-	metricsRead  = "redlease-metrics-reader"
-	metricsSvc   = "redlease-controller-manager-metrics"
-	crdName      = "distributedlocks.redlease.io"
-	keepPolicy   = "helm.sh/resource-policy"
-	dashboardCM  = "redlease-dashboard"
-	generatedCRD = "config/crd/bases"
-	generatedRBA = "config/rbac/role.yaml"
+	managerName = "redlease-controller-manager"
+	managerRole = "redlease-manager-role"
+	leaderRole  = "redlease-leader-election-role"
+	metricsAuth = "redlease-metrics-auth-role"
+	metricsRead = "redlease-metrics-reader"
+	metricsSvc  = "redlease-controller-manager-metrics"
+	crdName     = "distributedlocks.redlease.io"
+	keepPolicy  = "helm.sh/resource-policy"
+	dashboardCM = "redlease-dashboard"
+	viewRole    = "redlease-view"
+	editRole    = "redlease-edit"
+	adminRole   = "redlease-admin"
+	// managerClusterRole holds the manager's cluster-scoped rules when
+	// watchNamespaces puts the rest in Roles.
+	managerClusterRole = "redlease-manager-cluster-role"
+	generatedCRD       = "config/crd/bases"
+	generatedRBA       = "config/rbac/role.yaml"
 )
 
 // TestDefaults renders the default values: every expected object is there,
@@ -60,7 +69,7 @@ func checkDefaultObjects(t *testing.T, m *manifest) {
 	want := map[string][]string{ // kind -> "namespace/name"
 		"CustomResourceDefinition": {"/clusterlockstores.redlease.io", "/" + crdName, "/lockstores.redlease.io"},
 		"ServiceAccount":           {namespace + "/" + managerName},
-		"ClusterRole":              {"/" + managerRole, "/" + metricsAuth, "/" + metricsRead},
+		"ClusterRole":              {"/" + managerRole, "/" + metricsAuth, "/" + metricsRead, "/" + viewRole, "/" + editRole, "/" + adminRole},
 		"ClusterRoleBinding":       {"/redlease-manager-rolebinding", "/redlease-metrics-auth-rolebinding"},
 		"Role":                     {namespace + "/" + leaderRole},
 		"RoleBinding":              {namespace + "/redlease-leader-election-rolebinding"},
@@ -372,17 +381,45 @@ func TestWatchNamespaces(t *testing.T) {
 	if m.find("ClusterRole", "", managerRole) != nil || m.find("ClusterRoleBinding", "", "redlease-manager-rolebinding") != nil {
 		t.Error("watchNamespaces still renders the manager's ClusterRole or ClusterRoleBinding")
 	}
-	// Only the secure-metrics ClusterRoles remain cluster-wide: TokenReviews and
-	// SubjectAccessReviews are cluster-scoped. None grants a generated rule.
+	// What stays cluster-wide: the secure-metrics ClusterRoles (TokenReviews
+	// and SubjectAccessReviews are cluster-scoped), the aggregated user
+	// roles, and the manager's cluster-scoped rules (Namespaces,
+	// ClusterLockStores), which no Role can grant. None reaches Secrets or
+	// namespaced redlease resources cluster-wide.
+	clusterScoped := []string{"namespaces", "clusterlockstores", "clusterlockstores/status", "clusterlockstores/finalizers"}
 	for _, cr := range m.ofKind("ClusterRole") {
-		if cr.GetName() != metricsAuth && cr.GetName() != metricsRead {
-			t.Errorf("unexpected ClusterRole %s with watchNamespaces", cr.GetName())
-		}
 		role := into[rbacv1.ClusterRole](t, cr)
-		for _, r := range role.Rules {
-			if slices.Contains(r.APIGroups, "redlease.io") || slices.Contains(r.Resources, "secrets") {
-				t.Errorf("ClusterRole %s grants %+v", cr.GetName(), r)
+		switch cr.GetName() {
+		case metricsAuth, metricsRead, viewRole, editRole, adminRole:
+			if cr.GetName() == metricsAuth || cr.GetName() == metricsRead {
+				for _, r := range role.Rules {
+					if slices.Contains(r.APIGroups, "redlease.io") || slices.Contains(r.Resources, "secrets") {
+						t.Errorf("ClusterRole %s grants %+v", cr.GetName(), r)
+					}
+				}
 			}
+		case managerClusterRole:
+			for _, r := range role.Rules {
+				for _, res := range r.Resources {
+					if !slices.Contains(clusterScoped, res) {
+						t.Errorf("ClusterRole %s grants %s cluster-wide: only cluster-scoped resources belong there", cr.GetName(), res)
+					}
+				}
+			}
+			for _, need := range []struct{ group, resource, verb string }{
+				{"", "namespaces", "watch"}, {"redlease.io", "clusterlockstores", "watch"}, {"redlease.io", "clusterlockstores", "patch"},
+				{"redlease.io", "clusterlockstores/status", "patch"}, {"redlease.io", "clusterlockstores/finalizers", "update"},
+			} {
+				if !grants(role.Rules, need.group, need.resource, need.verb) {
+					t.Errorf("ClusterRole %s does not grant %s on %s: the manager could not serve ClusterLockStores", cr.GetName(), need.verb, need.resource)
+				}
+			}
+			rb := into[rbacv1.ClusterRoleBinding](t, m.must("ClusterRoleBinding", "", "redlease-manager-cluster-rolebinding"))
+			if rb.RoleRef.Name != managerClusterRole || len(rb.Subjects) != 1 || rb.Subjects[0].Name != managerName {
+				t.Errorf("ClusterRoleBinding %s = %+v", rb.Name, rb)
+			}
+		default:
+			t.Errorf("unexpected ClusterRole %s with watchNamespaces", cr.GetName())
 		}
 	}
 	args := managerArgs(t, manager(t, deployment(t, m)))
@@ -390,10 +427,11 @@ func TestWatchNamespaces(t *testing.T) {
 		t.Errorf("--watch-namespaces = %q, want billing,reports", args["watch-namespaces"])
 	}
 
-	// With plain-HTTP metrics nothing cluster-scoped is left but the CRD.
-	m = render(t, "--set", "watchNamespaces={billing}", "--set", "metrics.secure=false")
+	// With plain-HTTP metrics and no aggregated roles, nothing cluster-scoped
+	// is left but the CRDs and the manager's cluster-scoped rules.
+	m = render(t, "--set", "watchNamespaces={billing}", "--set", "metrics.secure=false,aggregatedRoles.enabled=false")
 	for _, o := range m.objs {
-		if o.GetNamespace() == "" && o.GetKind() != "CustomResourceDefinition" {
+		if o.GetNamespace() == "" && o.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(o.GetName(), "redlease-manager-cluster-role") {
 			t.Errorf("watchNamespaces with metrics.secure=false renders cluster-scoped %s %s", o.GetKind(), o.GetName())
 		}
 	}
@@ -572,6 +610,10 @@ func checkTyped(t *testing.T, o *unstructured.Unstructured) {
 		into[policyv1.PodDisruptionBudget](t, o)
 	case "CustomResourceDefinition":
 		into[apiextensionsv1.CustomResourceDefinition](t, o)
+	case "NetworkPolicy":
+		into[networkingv1.NetworkPolicy](t, o)
+	case "ClusterLockStore":
+		into[v1alpha1.ClusterLockStore](t, o)
 	}
 }
 

@@ -107,6 +107,30 @@ kept in sync by `make manifests`).
 {{- toYaml $role.rules }}
 {{- end }}
 
+{{/*
+The generated manager rules narrowed to cluster-scoped resources
+(Namespaces, ClusterLockStores and their subresources): what a namespaced
+install still needs cluster-wide. Empty when no rule names one.
+*/}}
+{{- define "redlease.clusterScopedRules" -}}
+{{- $scoped := list "namespaces" "clusterlockstores" "clusterlockstores/status" "clusterlockstores/finalizers" }}
+{{- $out := list }}
+{{- range (.Files.Get "files/role.yaml" | fromYaml).rules }}
+{{- $res := list }}
+{{- range .resources }}
+{{- if has . $scoped }}
+{{- $res = append $res . }}
+{{- end }}
+{{- end }}
+{{- if $res }}
+{{- $out = append $out (dict "apiGroups" .apiGroups "resources" $res "verbs" .verbs) }}
+{{- end }}
+{{- end }}
+{{- if $out }}
+{{- toYaml $out }}
+{{- end }}
+{{- end }}
+
 {{- define "redlease.metricsServiceName" -}}
 {{- include "redlease.derivedName" (dict "ctx" . "suffix" "controller-manager-metrics") }}
 {{- end }}
