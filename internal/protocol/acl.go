@@ -29,9 +29,10 @@ type ACLOptions struct {
 	ClientSetInfo bool
 }
 
-// tenantCommands are the commands every tenant needs: what pkg/lock sends
-// and, because Redis checks the commands a script runs against the
-// caller's ACL, what the scripts in lua/ run. TestTenantACLRulesCoverScripts
+// tenantCommands are the commands every tenant needs: what pkg/lock,
+// pkg/election and pkg/fence's Redis store send and, because Redis checks
+// the commands a script runs against the caller's ACL, what their scripts
+// run. TestTenantACLRulesCoverScripts
 // fails when a script starts using a command missing here; the ACL tests of
 // internal/redisacl run the library's whole lifecycle as a tenant. HELLO
 // and AUTH need no rule: Redis never checks no-auth commands against a
@@ -47,6 +48,11 @@ var tenantCommands = []string{
 	"wait", "ping",
 	// Waiting for a release on the key's events channel.
 	"subscribe", "unsubscribe",
+	// pkg/election's observer reads the holder and its PTTL in one
+	// transaction.
+	"multi", "exec",
+	// pkg/fence's Redis store: the fenced write script and Read.
+	"hget", "hset", "hmget",
 }
 
 // clusterCommands are what a go-redis ClusterClient adds: CLUSTER SLOTS
