@@ -76,6 +76,8 @@ type DistributedLockReconciler struct {
 	guards  *guardRegistry
 	secrets *secretCache
 	state   *stateStore
+	// snapshots are the stores' batched reads of their locks' keys.
+	snapshots *holderSnapshots
 }
 
 // NewDistributedLockReconciler returns a reconciler that reads through c
@@ -103,6 +105,7 @@ func NewDistributedLockReconciler(c client.Client, apiReader client.Reader, reco
 		guards:    newGuardRegistry(),
 		secrets:   newSecretCache(),
 		state:     newStateStore(),
+		snapshots: newHolderSnapshots(),
 	}
 }
 

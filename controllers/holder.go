@@ -32,7 +32,7 @@ func (r *DistributedLockReconciler) observeHolder(ctx context.Context, rd *round
 	if len(sources) == 0 {
 		return
 	}
-	ok := usableReads(ctx, readHolders(ctx, sources, rd.key), redlock)
+	ok := usableReads(ctx, r.readHolders(ctx, rd, sources), redlock)
 	if len(ok) == 0 {
 		return
 	}
@@ -84,13 +84,22 @@ type holderRead struct {
 	err error
 }
 
-// readHolders reads key on every source concurrently.
-func readHolders(ctx context.Context, sources []*endpoint, key string) []holderRead {
+// readHolders reads the round's key on every source: from the store's
+// batched read when it is recent (a lock on a store), else from the server,
+// concurrently.
+func (r *DistributedLockReconciler) readHolders(ctx context.Context, rd *round, sources []*endpoint) []holderRead {
 	reads := make([]holderRead, len(sources))
+	notBefore := r.now().Add(-r.snapshotMaxAge())
 	var wg sync.WaitGroup
 	for i, e := range sources {
+		if h, err, ok := r.snapshots.get(rd.store, e.addr, rd.key, notBefore); ok {
+			holderReads.WithLabelValues("batch").Inc()
+			reads[i] = holderRead{e: e, h: h, err: err}
+			continue
+		}
+		holderReads.WithLabelValues("direct").Inc()
 		wg.Go(func() {
-			h, err := protocol.ReadHolder(ctx, e.client, key)
+			h, err := protocol.ReadHolder(ctx, e.client, rd.key)
 			reads[i] = holderRead{e: e, h: h, err: err}
 		})
 	}

@@ -25,6 +25,10 @@ var (
 		Name: "redlease_controller_replica_settings_applied_total",
 		Help: "CONFIG SET of min-replicas-to-write/min-replicas-max-lag on a master (first apply or drift repaired).",
 	})
+	holderReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "redlease_controller_holder_reads_total",
+		Help: "Lock keys read by lock reconciles, by source: batch (the store's pipelined read of all its locks) or direct (a round trip of the lock's own: inline locks, or no recent batch).",
+	}, []string{"source"})
 	redisClients = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "redlease_controller_redis_clients",
 		Help: "Pooled Redis clients (one per server, database and credentials); each holds at most the pool size in connections.",
@@ -32,7 +36,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(probesTotal, locksGauge, fenceFloorRaised, replicaSettingsApplied, redisClients)
+	metrics.Registry.MustRegister(probesTotal, locksGauge, fenceFloorRaised, replicaSettingsApplied, holderReads, redisClients)
 }
 
 // updateGauges refreshes the gauges from the reconciler's memory.

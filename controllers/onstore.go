@@ -37,10 +37,12 @@ func (r *DistributedLockReconciler) observeOnStore(ctx context.Context, rd *roun
 	if !r.mayUseStore(ctx, rd, found) {
 		return nil
 	}
+	// Set before the lock's own checks: an invalid lock on a Ready store
+	// still reports StoreReady (every condition needs a status).
+	rd.storeReady = result(metav1.ConditionTrue, v1alpha1.ReasonStoreReady, fmt.Sprintf("%s is Ready and provisioned this namespace", found.spec.requester()))
 	if err := r.checkLockSpec(rd); err != nil {
 		return err
 	}
-	rd.storeReady = result(metav1.ConditionTrue, v1alpha1.ReasonStoreReady, fmt.Sprintf("%s is Ready and provisioned this namespace", found.spec.requester()))
 	if !r.loadCredentials(ctx, rd) {
 		return nil
 	}
@@ -140,24 +142,13 @@ func (r *DistributedLockReconciler) mayUseStore(ctx context.Context, rd *round, 
 // store's status: every Redlock node, the master serving the key's slot on
 // a Cluster, else the store's master.
 func (r *DistributedLockReconciler) mastersFromStore(rd *round, st *v1alpha1.LockStoreStatus) bool {
-	var addrs []string
 	switch rd.store.redis.Mode {
 	case v1alpha1.RedisModeRedlock:
-		addrs = rd.store.redis.Addresses
 		rd.quorumN = redlockQuorum(rd.store.redis)
 	case v1alpha1.RedisModeCluster:
 		rd.slot = keySlot(rd.key)
-		for _, e := range st.Endpoints {
-			if e.Role == v1alpha1.EndpointRoleMaster && slotsContain(e.Slots, rd.slot) {
-				addrs = []string{e.Address}
-				break
-			}
-		}
-	default:
-		if st.Master != "" {
-			addrs = []string{st.Master}
-		}
 	}
+	addrs := keyServers(rd.store, st, rd.key)
 	if len(addrs) == 0 {
 		rd.fail(v1alpha1.ReasonMasterUnknown, fmt.Sprintf("%s's status names no master for the key", rd.store.requester()))
 		return false

@@ -59,6 +59,32 @@ func (s *storeSpec) refNamespace(refNS string) string {
 	return refNS
 }
 
+// secretRefs are the Secrets the store's spec references (passwords, CA
+// bundle, client certificate), with their namespaces resolved.
+func (s *storeSpec) secretRefs() []types.NamespacedName {
+	var refs []types.NamespacedName
+	add := func(ns, name string) {
+		refs = append(refs, types.NamespacedName{Namespace: s.refNamespace(ns), Name: name})
+	}
+	for _, a := range []v1alpha1.RedisAuth{s.controllerAuth, s.clientAuth} {
+		if ref := a.PasswordSecretRef; ref != nil {
+			add(ref.Namespace, ref.Name)
+		}
+	}
+	if sn := s.redis.Sentinel; sn != nil && sn.PasswordSecretRef != nil {
+		add(sn.PasswordSecretRef.Namespace, sn.PasswordSecretRef.Name)
+	}
+	if t := s.redis.TLS; t != nil {
+		if ref := t.CASecretRef; ref != nil {
+			add(ref.Namespace, ref.Name)
+		}
+		if ref := t.ClientCertSecretRef; ref != nil {
+			add(ref.Namespace, ref.Name)
+		}
+	}
+	return refs
+}
+
 // inlineStore is the anonymous store of an inline lock: the pods'
 // credentials are spec.redis.username/passwordSecretRef, and the
 // controller's are spec.controllerAuth when set, else the pods'.

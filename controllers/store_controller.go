@@ -24,7 +24,7 @@ import (
 	"github.com/redlease/redlease/internal/backoff"
 )
 
-// +kubebuilder:rbac:groups=redlease.io,resources=lockstores;clusterlockstores,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=redlease.io,resources=lockstores;clusterlockstores,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=redlease.io,resources=lockstores/status;clusterlockstores/status,verbs=get;patch
 // +kubebuilder:rbac:groups=redlease.io,resources=clusterlockstores/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -84,6 +84,7 @@ func (s *StoreReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			s.guards.forget(s.requesterOf(req.NamespacedName))
+			s.snapshots.forget(s.requesterOf(req.NamespacedName))
 			s.retries.forget(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
@@ -109,7 +110,11 @@ func (s *StoreReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	s.guards.markSeen(so.spec.requester())
 	s.observeStore(pctx, rd)
 	s.provisionTenants(pctx, rd, so)
-	return s.finishStore(ctx, rd, so, orig)
+	res, err := s.finishStore(ctx, rd, so, orig)
+	if err == nil {
+		s.readLockKeys(pctx, rd, so)
+	}
+	return res, err
 }
 
 // finishStore is the end of every store reconcile: status computed, patched
@@ -174,6 +179,7 @@ func (s *StoreReconciler) finalize(ctx context.Context, rd *round, so storeObjec
 		return fmt.Errorf("removing the finalizer of %s: %w", so.spec.requester(), err)
 	}
 	s.guards.forget(so.spec.requester())
+	s.snapshots.forget(so.spec.requester())
 	return nil
 }
 

@@ -227,7 +227,9 @@ func notReadyBecause(reason string) func(*v1alpha1.DistributedLock) error {
 	}
 }
 
-// secretData reads Secret ns/name from the API server (nil when missing).
+// secretData reads Secret ns/name from the API server (nil when missing;
+// an empty map for a Secret without data, such as the credentials of a
+// store whose servers need no AUTH).
 func (h *harness) secretData(ns, name string) (map[string][]byte, error) {
 	var s corev1.Secret
 	if err := h.c.Get(h.ctx(), types.NamespacedName{Namespace: ns, Name: name}, &s); err != nil {
@@ -235,6 +237,9 @@ func (h *harness) secretData(ns, name string) (map[string][]byte, error) {
 			return nil, nil
 		}
 		return nil, err
+	}
+	if s.Data == nil {
+		return map[string][]byte{}, nil
 	}
 	return s.Data, nil
 }

@@ -72,6 +72,14 @@ func TestStoredBeforeTheRules(t *testing.T) {
 		{"renew-too-late", map[string]any{"ttl": "30s", "renewInterval": "20s",
 			"redis": map[string]any{"mode": "Standalone", "addresses": []any{srv.Addr()}}},
 			"spec.renewInterval 20s must leave room for a renewal inside the lease"},
+		// On a Ready store: the lock's own spec is what is wrong.
+		{"renew-too-late-on-store", map[string]any{"ttl": "30s", "renewInterval": "20s",
+			"storeRef": map[string]any{"kind": "LockStore", "name": "plain"}},
+			"spec.renewInterval 20s must leave room for a renewal inside the lease"},
+	}
+	if err := h.c.Create(ctx, &v1alpha1.LockStore{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "plain"},
+		Spec: v1alpha1.LockStoreSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}}}); err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range cases {
 		u := &unstructured.Unstructured{Object: map[string]any{"spec": tc.spec}}

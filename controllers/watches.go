@@ -8,6 +8,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -83,14 +84,20 @@ func (s *StoreReconciler) setup(mgr ctrl.Manager, opts controller.Options) error
 	if s.kind == v1alpha1.StoreKindClusterLockStore {
 		obj = &v1alpha1.ClusterLockStore{}
 	}
-	all := handler.EnqueueRequestsFromMapFunc(s.allStores)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&v1alpha1.DistributedLock{}, handler.EnqueueRequestsFromMapFunc(s.storeOfLock)).
-		Watches(&corev1.Namespace{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Watches(&corev1.Service{}, all).
-		Watches(&discoveryv1.EndpointSlice{}, all).
-		WatchesMetadata(&corev1.Secret{}, all, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		// A lock's creation, deletion or spec change (not its status
+		// writes) changes the store's tenants and the keys it reads.
+		Watches(&v1alpha1.DistributedLock{}, handler.EnqueueRequestsFromMapFunc(s.storeOfLock), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(s.storesForService)).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(s.storesForEndpointSlice)).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(s.storesForSecret), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}))
+	if s.kind == v1alpha1.StoreKindClusterLockStore {
+		// Namespace labels decide a ClusterLockStore's tenants.
+		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(s.storesWhere(func(*storeSpec) bool { return true })),
+			builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	}
+	return b.
 		WithOptions(opts).
 		Named(string(s.kind)).
 		Complete(s)
@@ -113,22 +120,9 @@ func secretIndex(o client.Object) []string {
 		return []string{credentialsSecretName(st)}
 	}
 	var names []string
-	add := func(ref *v1alpha1.SecretKeyRef) {
-		if ref != nil {
+	for _, ref := range inlineStore(dl).secretRefs() {
+		if !slices.Contains(names, ref.Name) {
 			names = append(names, ref.Name)
-		}
-	}
-	add(dl.Spec.Redis.PasswordSecretRef)
-	if a := dl.Spec.ControllerAuth; a != nil {
-		add(a.PasswordSecretRef)
-	}
-	if s := dl.Spec.Redis.Sentinel; s != nil {
-		add(s.PasswordSecretRef)
-	}
-	if t := dl.Spec.Redis.TLS; t != nil {
-		add(t.CASecretRef)
-		if c := t.ClientCertSecretRef; c != nil {
-			names = append(names, c.Name)
 		}
 	}
 	return names
@@ -212,29 +206,69 @@ func (s *StoreReconciler) storeOfLock(_ context.Context, o client.Object) []reco
 	return []reconcile.Request{{NamespacedName: nn}}
 }
 
-// allStores maps any change a store may depend on (a namespace's labels, a
-// Secret, a Service) to every store of s.kind: stores are few, and a
-// store reconcile that finds nothing changed writes nothing.
-func (s *StoreReconciler) allStores(ctx context.Context, _ client.Object) []reconcile.Request {
-	var reqs []reconcile.Request
-	if s.kind == v1alpha1.StoreKindClusterLockStore {
-		var list v1alpha1.ClusterLockStoreList
-		if err := s.kube.List(ctx, &list); err != nil {
-			logf.FromContext(ctx).Error(err, "listing ClusterLockStores")
-			return nil
+// storesWhere maps an object to the stores of s.kind that match: stores
+// are few, and listing them from the cache costs no API call.
+func (s *StoreReconciler) storesWhere(match func(*storeSpec) bool) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var specs []*storeSpec
+		if s.kind == v1alpha1.StoreKindClusterLockStore {
+			var list v1alpha1.ClusterLockStoreList
+			if err := s.kube.List(ctx, &list); err != nil {
+				logf.FromContext(ctx).Error(err, "listing ClusterLockStores")
+				return nil
+			}
+			for i := range list.Items {
+				specs = append(specs, clusterStoreSpec(&list.Items[i]))
+			}
+		} else {
+			var list v1alpha1.LockStoreList
+			if err := s.kube.List(ctx, &list); err != nil {
+				logf.FromContext(ctx).Error(err, "listing LockStores")
+				return nil
+			}
+			for i := range list.Items {
+				specs = append(specs, lockStoreSpec(&list.Items[i]))
+			}
 		}
-		for _, cs := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: cs.Name}})
+		var reqs []reconcile.Request
+		for _, st := range specs {
+			if match(st) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: st.namespace, Name: st.name}})
+			}
 		}
 		return reqs
 	}
-	var list v1alpha1.LockStoreList
-	if err := s.kube.List(ctx, &list); err != nil {
-		logf.FromContext(ctx).Error(err, "listing LockStores")
+}
+
+// storesForSecret maps a Secret to the stores that read it (their spec
+// references it) or wrote it (a tenant's credentials Secret, labelled with
+// the store's UID): not every Secret change reconciles every store.
+func (s *StoreReconciler) storesForSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	nn := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+	uid := types.UID(o.GetLabels()[v1alpha1.LabelStoreUID])
+	return s.storesWhere(func(st *storeSpec) bool {
+		return uid != "" && st.uid == uid || slices.Contains(st.secretRefs(), nn)
+	})(ctx, o)
+}
+
+// storesForService maps a Service to the stores that resolve through it.
+func (s *StoreReconciler) storesForService(ctx context.Context, o client.Object) []reconcile.Request {
+	return s.storesOfService(ctx, o, o.GetName())
+}
+
+// storesForEndpointSlice maps an EndpointSlice to the stores that resolve
+// through its Service.
+func (s *StoreReconciler) storesForEndpointSlice(ctx context.Context, o client.Object) []reconcile.Request {
+	svc := o.GetLabels()[discoveryv1.LabelServiceName]
+	if svc == "" {
 		return nil
 	}
-	for _, ls := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ls.Namespace, Name: ls.Name}})
-	}
-	return reqs
+	return s.storesOfService(ctx, o, svc)
+}
+
+func (s *StoreReconciler) storesOfService(ctx context.Context, o client.Object, service string) []reconcile.Request {
+	return s.storesWhere(func(st *storeSpec) bool {
+		ref := st.redis.Service
+		return ref != nil && ref.Name == service && st.refNamespace(ref.Namespace) == o.GetNamespace()
+	})(ctx, o)
 }

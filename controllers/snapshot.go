@@ -1,0 +1,170 @@
+/*
+Copyright 2026 The redlease Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controllers
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/protocol"
+)
+
+// batchKeys is how many lock keys one pipelined round reads (three
+// commands each): large enough that 10,000 locks take 20 rounds, small
+// enough that one round's replies stay well under a megabyte.
+const batchKeys = 512
+
+// holderSnapshots keeps what each store's last batched read found for the
+// locks on it, so that a lock's reconcile takes its key's state from memory
+// instead of a round trip of its own: the locks on a store cost one
+// pipelined round per batchKeys locks per probe interval, not one each.
+type holderSnapshots struct {
+	mu sync.Mutex
+	// byStore is keyed by the store's requester name, which a deleted
+	// store's reconcile still knows.
+	byStore map[string]*holderSnapshot
+}
+
+// holderSnapshot is one store's batched read.
+type holderSnapshot struct {
+	// uid is the store incarnation that read: a store re-created under
+	// the same name does not serve its predecessor's reads.
+	uid   types.UID
+	at    time.Time
+	reads map[serverKey]snapshotRead
+}
+
+type serverKey struct{ addr, key string }
+
+type snapshotRead struct {
+	h   protocol.Holder
+	err error
+}
+
+func newHolderSnapshots() *holderSnapshots {
+	return &holderSnapshots{byStore: map[string]*holderSnapshot{}}
+}
+
+// put replaces store's snapshot.
+func (s *holderSnapshots) put(store string, snap *holderSnapshot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.byStore[store] = snap
+}
+
+// get returns what the snapshot of st says of key on addr, when st's
+// incarnation took it at notBefore or later.
+func (s *holderSnapshots) get(st *storeSpec, addr, key string, notBefore time.Time) (protocol.Holder, error, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := s.byStore[st.requester()]
+	if snap == nil || snap.uid != st.uid || snap.at.Before(notBefore) {
+		return protocol.Holder{}, nil, false
+	}
+	r, ok := snap.reads[serverKey{addr, key}]
+	return r.h, r.err, ok
+}
+
+func (s *holderSnapshots) forget(store string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byStore, store)
+}
+
+// snapshotMaxAge is how old a store's snapshot may be for a lock's
+// reconcile to use it: the store reads every probe interval, and a lock
+// reconcile may come just before the next read.
+func (r *DistributedLockReconciler) snapshotMaxAge() time.Duration { return 2 * r.opts.ProbeInterval }
+
+// readLockKeys reads the key of every lock on a Ready store, on the
+// server(s) that take each key's writes, in pipelined rounds of batchKeys
+// keys, and keeps the result for the locks' reconciles. A server that does
+// not answer leaves its keys out: those locks read for themselves.
+func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeObject) {
+	if readyStatus(so.status.Conditions) != "True" {
+		s.snapshots.forget(so.spec.requester())
+		return
+	}
+	keysByServer, err := s.lockKeysByServer(ctx, so)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "listing the locks on the store")
+		return
+	}
+	snap := &holderSnapshot{uid: so.spec.uid, at: s.now(), reads: map[serverKey]snapshotRead{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for addr, keys := range keysByServer {
+		c, err := rd.client(addr, false)
+		if err != nil {
+			continue
+		}
+		wg.Go(func() {
+			for start := 0; start < len(keys); start += batchKeys {
+				chunk := keys[start:min(start+batchKeys, len(keys))]
+				holders, errs := protocol.ReadHolders(ctx, c, chunk)
+				mu.Lock()
+				for i, key := range chunk {
+					snap.reads[serverKey{addr, key}] = snapshotRead{holders[i], errs[i]}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	s.snapshots.put(so.spec.requester(), snap)
+}
+
+// lockKeysByServer lists the effective keys of the locks on so, grouped by
+// the servers that take their writes (the same servers the locks'
+// reconciles would read).
+func (s *StoreReconciler) lockKeysByServer(ctx context.Context, so storeObject) (map[string][]string, error) {
+	var list v1alpha1.DistributedLockList
+	if err := s.kube.List(ctx, &list, client.InNamespace(so.obj.GetNamespace()),
+		client.MatchingFields{indexStore: string(s.kind) + "/" + so.obj.GetName()}); err != nil {
+		return nil, err
+	}
+	acl := so.spec.isolation == v1alpha1.IsolationACL
+	out := map[string][]string{}
+	for i := range list.Items {
+		key := list.Items[i].EffectiveKey(acl)
+		if protocol.ValidateKey(key) != nil {
+			continue
+		}
+		for _, addr := range keyServers(so.spec, so.status, key) {
+			out[addr] = append(out[addr], key)
+		}
+	}
+	return out, nil
+}
+
+// keyServers are the servers that take key's writes, as a store's status
+// names them: every Redlock node, the master serving the key's slot on a
+// Cluster, else the store's master. None when the status names none.
+func keyServers(st *storeSpec, status *v1alpha1.LockStoreStatus, key string) []string {
+	switch st.redis.Mode {
+	case v1alpha1.RedisModeRedlock:
+		return st.redis.Addresses
+	case v1alpha1.RedisModeCluster:
+		slot := keySlot(key)
+		for _, e := range status.Endpoints {
+			if e.Role == v1alpha1.EndpointRoleMaster && slotsContain(e.Slots, slot) {
+				return []string{e.Address}
+			}
+		}
+		return nil
+	default:
+		if status.Master != "" {
+			return []string{status.Master}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,104 @@
+/*
+Copyright 2026 The redlease Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/redistest"
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// TestLocksOnAStoreReadInBatches: 120 locks on one LockStore cost the
+// server one batched read per store reconcile, not a round trip per lock
+// reconcile. Over a window of several probe intervals the server sees far
+// fewer read events (INFO stats total_reads_processed: one per request a
+// client sends, a pipeline counting once) than the locks' reconciles, each
+// of which made its own round trip before batching. Batching still shows
+// the holder and raises fences: a lease taken by a pod appears in its
+// lock's status.
+func TestLocksOnAStoreReadInBatches(t *testing.T) {
+	t.Parallel()
+	const locks = 120
+	h := newHarness(t, harnessOptions{concurrency: 4})
+	srv := redistest.StartStandalone(t)
+	ls := &v1alpha1.LockStore{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "batched"},
+		Spec: v1alpha1.LockStoreSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}}}
+	if err := h.c.Create(h.ctx(), ls); err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, locks)
+	for i := range names {
+		names[i] = fmt.Sprintf("lock-%03d", i)
+		h.create(names[i], onStore(v1alpha1.StoreKindLockStore, ls.Name, ""))
+	}
+	for _, n := range names {
+		h.waitFor(n, "Ready", isReady)
+	}
+
+	// A pod takes one of the locks: the batched read reports its holder.
+	dl, err := h.get(names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	locker := newLocker(t, h.podClient(dl), lock.WithIdentity("batch-pod"), lock.WithTTL(30*time.Second))
+	lease, err := locker.TryAcquire(h.ctx(), dl.Status.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lease.Release(context.Background()) })
+	h.waitFor(names[0], "the holder observed through the batch", holderIs("batch-pod", lease.Fence()))
+
+	rc := srv.Client(t)
+	reconciles := func() int64 {
+		var n int64
+		for _, name := range names {
+			n += h.counter(name).Load()
+		}
+		return n
+	}
+	readsBefore, reconcilesBefore := serverReads(t, rc), reconciles()
+	time.Sleep(5 * time.Second) // five probe intervals
+	reads, lockReconciles := serverReads(t, rc)-readsBefore, reconciles()-reconcilesBefore
+	t.Logf("over 5 probe intervals: %d lock reconciles, %d read events on the server", lockReconciles, reads)
+	if lockReconciles < locks {
+		t.Fatalf("only %d lock reconciles of %d locks in 5 probe intervals: the window shows nothing", lockReconciles, locks)
+	}
+	if reads*4 > lockReconciles {
+		t.Errorf("%d read events for %d lock reconciles: the locks on a store still read their keys one round trip each", reads, lockReconciles)
+	}
+}
+
+// serverReads is the server's total_reads_processed (INFO stats): the
+// read events on client connections, one per request or pipeline a client
+// sends (more for a pipeline larger than the server's 16 KiB read buffer).
+func serverReads(t *testing.T, c *redis.Client) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_reads_processed:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("INFO stats has no total_reads_processed")
+	return 0
+}
