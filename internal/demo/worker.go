@@ -33,8 +33,8 @@ func say(e event) {
 
 // increment is the protected work: read the ledger counter, take a while,
 // write counter+1 with the fence. A late write is refused by the store.
-func increment(ctx context.Context, store *fence.RedisStore, worker string, token uint64, work time.Duration) {
-	_, v, err := store.Read(ctx, "ledger")
+func increment(ctx context.Context, store *fence.RedisStore, worker, ns string, token uint64, work time.Duration) {
+	_, v, err := store.Read(ctx, ledgerKey(ns))
 	if err != nil {
 		say(event{Worker: worker, Kind: "error", Detail: err.Error()})
 		return
@@ -42,7 +42,7 @@ func increment(ctx context.Context, store *fence.RedisStore, worker string, toke
 	n, _ := strconv.Atoi(v)
 	say(event{Worker: worker, Kind: "about-to-write", Fence: token})
 	time.Sleep(work) // the demo may SIGSTOP us here, past our TTL
-	err = store.Write(ctx, "ledger", token, strconv.Itoa(n+1))
+	err = store.Write(ctx, ledgerKey(ns), token, strconv.Itoa(n+1))
 	if err != nil && !errors.Is(err, fence.ErrStale) {
 		say(event{Worker: worker, Kind: "error", Detail: err.Error()})
 		return
@@ -76,7 +76,7 @@ func runWorker(name, kubeconfig, namespace, lockName, storeAddr string) int {
 			continue
 		}
 		say(event{Worker: name, Kind: "acquired", Fence: lease.Fence()})
-		increment(ctx, store, name, lease.Fence(), 300*time.Millisecond)
+		increment(ctx, store, name, namespace, lease.Fence(), 300*time.Millisecond)
 		if err := lease.Release(ctx); errors.Is(err, lock.ErrLeaseLost) {
 			say(event{Worker: name, Kind: "lost", Fence: lease.Fence(), Detail: err.Error()})
 		} else {
@@ -86,8 +86,9 @@ func runWorker(name, kubeconfig, namespace, lockName, storeAddr string) int {
 	}
 }
 
-// runWriteOnce is the command lockctl runs: one increment with LOCK_FENCE.
-func runWriteOnce(name, storeAddr string) int {
+// runWriteOnce is the command lockctl runs: one increment of namespace's
+// ledger with LOCK_FENCE.
+func runWriteOnce(name, namespace, storeAddr string) int {
 	token, err := strconv.ParseUint(os.Getenv("LOCK_FENCE"), 10, 64)
 	if err != nil {
 		say(event{Worker: name, Kind: "error", Detail: "no LOCK_FENCE: " + err.Error()})
@@ -96,7 +97,7 @@ func runWriteOnce(name, storeAddr string) int {
 	say(event{Worker: name, Kind: "acquired", Fence: token})
 	rc := redis.NewClient(&redis.Options{Addr: storeAddr})
 	defer func() { _ = rc.Close() }()
-	increment(context.Background(), fence.NewRedisStore(rc, ""), name, token, 200*time.Millisecond)
+	increment(context.Background(), fence.NewRedisStore(rc, ""), name, namespace, token, 200*time.Millisecond)
 	say(event{Worker: name, Kind: "released", Fence: token})
 	return 0
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -99,14 +100,15 @@ func impersonating(t *testing.T, env *kubetest.Env, ns, name string) string {
 }
 
 // startManager runs bin/manager out of cluster with the given kubeconfig
-// and the arguments the installed Deployment gives it.
-func startManager(t *testing.T, kubeconfig, namespace string) *bytes.Buffer {
+// and the arguments the installed Deployment gives it, then extra.
+func startManager(t *testing.T, kubeconfig, namespace string, extra ...string) *bytes.Buffer {
 	t.Helper()
 	var log bytes.Buffer
 	// Not t.Context(): that is cancelled before the cleanup below, which
 	// stops the manager gracefully (SIGTERM, then SIGKILL after 10s).
-	cmd := program(context.Background(), filepath.Join(binDir, "manager"), "--leader-elect", "--leader-election-namespace="+namespace,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--probe-interval=2s")
+	args := append([]string{"--leader-elect", "--leader-election-namespace=" + namespace,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--probe-interval=2s"}, extra...)
+	cmd := program(context.Background(), filepath.Join(binDir, "manager"), args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -342,7 +344,8 @@ func TestKustomizeDeploy(t *testing.T) {
 }
 
 // make demo, shortened: it must finish on its own, show the paused holder's
-// late write refused, and find no lost update.
+// late write refused, find no lost update in either tenant's ledger, and
+// show one tenant's credentials refused on the other's lock.
 func TestDemo(t *testing.T) {
 	cmd := program(t.Context(), filepath.Join(binDir, "demo"), "--bin", binDir, "--duration", "12s")
 	cmd.Dir = root
@@ -350,12 +353,13 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
 	}
-	for _, want := range []string{"is Ready", "paused lib-", "late writes refused by the fence", "no update lost"} {
+	for _, want := range []string{"billing/settlement is Ready", "reports/settlement is Ready", "paused bil-", "late writes refused by the fence", "no update lost",
+		"isolation: with billing's credentials", "taking reports/settlement is refused: NOPERM"} {
 		if !strings.Contains(string(out), want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(string(out), "0 late writes refused") {
+	if regexp.MustCompile(`billing: \d+ increments accepted, 0 late writes refused`).Match(out) {
 		t.Fatalf("the paused holder's write was not refused:\n%s", out)
 	}
 }
