@@ -270,3 +270,35 @@ func waitReason(t *testing.T, c client.Client, ns, name, reason string) {
 		time.Sleep(250 * time.Millisecond)
 	}
 }
+
+// TestHelmInstallNamespaced installs the chart with watchNamespaces: the
+// manager, as the chart's ServiceAccount, holds Roles in the watched
+// namespace only, plus the ClusterRole of the cluster-scoped resources it
+// watches (Namespaces, ClusterLockStores), without which its caches never
+// sync. An inline lock and a lock on a LockStore in the watched namespace
+// become Ready.
+func TestHelmInstallNamespaced(t *testing.T) {
+	env := kubetest.Start(t, kubetest.WithoutCRDs())
+	admin := env.KubeconfigFile(t)
+	const ns = "redlease-system"
+	work := env.Namespace(t)
+	run(t, "helm", "install", "redlease", filepath.Join(root, "charts", "redlease"), "-n", ns, "--create-namespace", "--kubeconfig", admin,
+		"--set", "watchNamespaces={"+work+"}")
+	sa := serviceAccountOf(t, env.Client, ns)
+	startManager(t, impersonating(t, env, ns, sa), ns, "--watch-namespaces="+work)
+
+	srv := redistest.StartStandalone(t)
+	redis := v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}
+	objs := []client.Object{
+		&v1alpha1.LockStore{ObjectMeta: metav1.ObjectMeta{Namespace: work, Name: "team"}, Spec: v1alpha1.LockStoreSpec{Redis: redis}},
+		&v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: work, Name: "on-store"},
+			Spec: v1alpha1.DistributedLockSpec{StoreRef: &v1alpha1.StoreReference{Kind: v1alpha1.StoreKindLockStore, Name: "team"}}},
+		&v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: work, Name: "inline"}, Spec: v1alpha1.DistributedLockSpec{Redis: redis}},
+	}
+	for _, o := range objs {
+		if err := env.Client.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitReady(t, env.Client, work, []string{"on-store", "inline"})
+}
