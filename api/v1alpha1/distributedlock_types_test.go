@@ -393,7 +393,8 @@ func TestTypedObjectsAccepted(t *testing.T) {
 
 // TestSamplesAccepted creates every sample of config/samples, and checks
 // that kustomization.yaml lists them all, that every mode has an inline
-// DistributedLock, and that each kind of store has one with a lock on it.
+// DistributedLock and a store, and that each kind of store has one with a
+// lock on it.
 func TestSamplesAccepted(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
@@ -423,7 +424,7 @@ func TestSamplesAccepted(t *testing.T) {
 		}
 	}
 
-	cov := sampleCoverage{modes: map[v1alpha1.RedisMode]bool{},
+	cov := sampleCoverage{modes: map[v1alpha1.RedisMode]bool{}, storeModes: map[v1alpha1.RedisMode]bool{},
 		stores: map[v1alpha1.StoreReference]bool{}, locksOn: map[v1alpha1.StoreReference]bool{}}
 	for _, name := range kust.Resources {
 		t.Run(name, func(t *testing.T) {
@@ -439,9 +440,10 @@ func TestSamplesAccepted(t *testing.T) {
 
 // sampleCoverage is what the samples of config/samples cover.
 type sampleCoverage struct {
-	modes   map[v1alpha1.RedisMode]bool      // of inline locks
-	stores  map[v1alpha1.StoreReference]bool // the samples' stores
-	locksOn map[v1alpha1.StoreReference]bool // the stores the samples' locks name
+	modes      map[v1alpha1.RedisMode]bool      // of inline locks
+	storeModes map[v1alpha1.RedisMode]bool      // of stores
+	stores     map[v1alpha1.StoreReference]bool // the samples' stores
+	locksOn    map[v1alpha1.StoreReference]bool // the stores the samples' locks name
 }
 
 // create checks that the sample b matches the Go types of its kind,
@@ -478,8 +480,10 @@ func (cov *sampleCoverage) create(t *testing.T, c client.Client, ns string, b []
 		}
 	case *v1alpha1.LockStore:
 		cov.stores[v1alpha1.StoreReference{Kind: v1alpha1.StoreKindLockStore, Name: o.Name}] = true
+		cov.storeModes[o.Spec.Redis.Mode] = true
 	case *v1alpha1.ClusterLockStore:
 		cov.stores[v1alpha1.StoreReference{Kind: v1alpha1.StoreKindClusterLockStore, Name: o.Name}] = true
+		cov.storeModes[o.Spec.Redis.Mode] = true
 	}
 	if u.GetKind() == "ClusterLockStore" {
 		if u.GetNamespace() != "" {
@@ -494,7 +498,7 @@ func (cov *sampleCoverage) create(t *testing.T, c client.Client, ns string, b []
 	}
 }
 
-// check: an inline lock per mode, a store of each kind, a lock on every
+// check: an inline lock and a store per mode, a store of each kind, a lock on every
 // store and every store a lock names.
 func (cov *sampleCoverage) check(t *testing.T) {
 	t.Helper()
@@ -502,6 +506,9 @@ func (cov *sampleCoverage) check(t *testing.T) {
 		v1alpha1.RedisModeSentinel, v1alpha1.RedisModeCluster, v1alpha1.RedisModeRedlock} {
 		if !cov.modes[m] {
 			t.Errorf("no inline DistributedLock sample for mode %s", m)
+		}
+		if !cov.storeModes[m] {
+			t.Errorf("no store sample for mode %s", m)
 		}
 	}
 	kinds := map[v1alpha1.StoreKind]bool{}
