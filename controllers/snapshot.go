@@ -63,15 +63,15 @@ func (s *holderSnapshots) put(store string, snap *holderSnapshot) {
 
 // get returns what the snapshot of st says of key on addr, when st's
 // incarnation took it at notBefore or later.
-func (s *holderSnapshots) get(st *storeSpec, addr, key string, notBefore time.Time) (protocol.Holder, error, bool) {
+func (s *holderSnapshots) get(st *storeSpec, addr, key string, notBefore time.Time) (snapshotRead, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap := s.byStore[st.requester()]
 	if snap == nil || snap.uid != st.uid || snap.at.Before(notBefore) {
-		return protocol.Holder{}, nil, false
+		return snapshotRead{}, false
 	}
 	r, ok := snap.reads[serverKey{addr, key}]
-	return r.h, r.err, ok
+	return r, ok
 }
 
 func (s *holderSnapshots) forget(store string) {

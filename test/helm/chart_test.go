@@ -381,47 +381,7 @@ func TestWatchNamespaces(t *testing.T) {
 	if m.find("ClusterRole", "", managerRole) != nil || m.find("ClusterRoleBinding", "", "redlease-manager-rolebinding") != nil {
 		t.Error("watchNamespaces still renders the manager's ClusterRole or ClusterRoleBinding")
 	}
-	// What stays cluster-wide: the secure-metrics ClusterRoles (TokenReviews
-	// and SubjectAccessReviews are cluster-scoped), the aggregated user
-	// roles, and the manager's cluster-scoped rules (Namespaces,
-	// ClusterLockStores), which no Role can grant. None reaches Secrets or
-	// namespaced redlease resources cluster-wide.
-	clusterScoped := []string{"namespaces", "clusterlockstores", "clusterlockstores/status", "clusterlockstores/finalizers"}
-	for _, cr := range m.ofKind("ClusterRole") {
-		role := into[rbacv1.ClusterRole](t, cr)
-		switch cr.GetName() {
-		case metricsAuth, metricsRead, viewRole, editRole, adminRole:
-			if cr.GetName() == metricsAuth || cr.GetName() == metricsRead {
-				for _, r := range role.Rules {
-					if slices.Contains(r.APIGroups, "redlease.io") || slices.Contains(r.Resources, "secrets") {
-						t.Errorf("ClusterRole %s grants %+v", cr.GetName(), r)
-					}
-				}
-			}
-		case managerClusterRole:
-			for _, r := range role.Rules {
-				for _, res := range r.Resources {
-					if !slices.Contains(clusterScoped, res) {
-						t.Errorf("ClusterRole %s grants %s cluster-wide: only cluster-scoped resources belong there", cr.GetName(), res)
-					}
-				}
-			}
-			for _, need := range []struct{ group, resource, verb string }{
-				{"", "namespaces", "watch"}, {"redlease.io", "clusterlockstores", "watch"}, {"redlease.io", "clusterlockstores", "patch"},
-				{"redlease.io", "clusterlockstores/status", "patch"}, {"redlease.io", "clusterlockstores/finalizers", "update"},
-			} {
-				if !grants(role.Rules, need.group, need.resource, need.verb) {
-					t.Errorf("ClusterRole %s does not grant %s on %s: the manager could not serve ClusterLockStores", cr.GetName(), need.verb, need.resource)
-				}
-			}
-			rb := into[rbacv1.ClusterRoleBinding](t, m.must("ClusterRoleBinding", "", "redlease-manager-cluster-rolebinding"))
-			if rb.RoleRef.Name != managerClusterRole || len(rb.Subjects) != 1 || rb.Subjects[0].Name != managerName {
-				t.Errorf("ClusterRoleBinding %s = %+v", rb.Name, rb)
-			}
-		default:
-			t.Errorf("unexpected ClusterRole %s with watchNamespaces", cr.GetName())
-		}
-	}
+	checkNamespacedClusterRoles(t, m)
 	args := managerArgs(t, manager(t, deployment(t, m)))
 	if args["watch-namespaces"] != "billing,reports" {
 		t.Errorf("--watch-namespaces = %q, want billing,reports", args["watch-namespaces"])
@@ -434,6 +394,59 @@ func TestWatchNamespaces(t *testing.T) {
 		if o.GetNamespace() == "" && o.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(o.GetName(), "redlease-manager-cluster-role") {
 			t.Errorf("watchNamespaces with metrics.secure=false renders cluster-scoped %s %s", o.GetKind(), o.GetName())
 		}
+	}
+}
+
+// checkNamespacedClusterRoles: what stays cluster-wide with watchNamespaces
+// is the secure-metrics ClusterRoles (TokenReviews and SubjectAccessReviews
+// are cluster-scoped), the aggregated user roles, and the manager's
+// cluster-scoped rules (Namespaces, ClusterLockStores), which no Role can
+// grant. None reaches Secrets or namespaced redlease resources cluster-wide.
+func checkNamespacedClusterRoles(t *testing.T, m *manifest) {
+	t.Helper()
+	for _, cr := range m.ofKind("ClusterRole") {
+		role := into[rbacv1.ClusterRole](t, cr)
+		switch cr.GetName() {
+		case metricsAuth, metricsRead, viewRole, editRole, adminRole:
+			if cr.GetName() == metricsAuth || cr.GetName() == metricsRead {
+				for _, r := range role.Rules {
+					if slices.Contains(r.APIGroups, "redlease.io") || slices.Contains(r.Resources, "secrets") {
+						t.Errorf("ClusterRole %s grants %+v", cr.GetName(), r)
+					}
+				}
+			}
+		case managerClusterRole:
+			checkManagerClusterRole(t, m, role)
+		default:
+			t.Errorf("unexpected ClusterRole %s with watchNamespaces", cr.GetName())
+		}
+	}
+}
+
+// checkManagerClusterRole: the manager's ClusterRole of a namespaced
+// install grants what serving ClusterLockStores needs, on cluster-scoped
+// resources only, and is bound to the manager.
+func checkManagerClusterRole(t *testing.T, m *manifest, role *rbacv1.ClusterRole) {
+	t.Helper()
+	clusterScoped := []string{"namespaces", "clusterlockstores", "clusterlockstores/status", "clusterlockstores/finalizers"}
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			if !slices.Contains(clusterScoped, res) {
+				t.Errorf("ClusterRole %s grants %s cluster-wide: only cluster-scoped resources belong there", role.Name, res)
+			}
+		}
+	}
+	for _, need := range []struct{ group, resource, verb string }{
+		{"", "namespaces", "watch"}, {"redlease.io", "clusterlockstores", "watch"}, {"redlease.io", "clusterlockstores", "patch"},
+		{"redlease.io", "clusterlockstores/status", "patch"}, {"redlease.io", "clusterlockstores/finalizers", "update"},
+	} {
+		if !grants(role.Rules, need.group, need.resource, need.verb) {
+			t.Errorf("ClusterRole %s does not grant %s on %s: the manager could not serve ClusterLockStores", role.Name, need.verb, need.resource)
+		}
+	}
+	rb := into[rbacv1.ClusterRoleBinding](t, m.must("ClusterRoleBinding", "", "redlease-manager-cluster-rolebinding"))
+	if rb.RoleRef.Name != managerClusterRole || len(rb.Subjects) != 1 || rb.Subjects[0].Name != managerName {
+		t.Errorf("ClusterRoleBinding %s = %+v", rb.Name, rb)
 	}
 }
 
