@@ -287,8 +287,26 @@ func TestKubernetesMode(t *testing.T) {
 	if err := env.Client.Status().Update(t.Context(), dl); err != nil {
 		t.Fatal(err)
 	}
-	if r := lockctl(t, "run", "--kubeconfig", kubeconfig, "--lock", ns+"/nightly", "--", "true"); r.code != 5 || !strings.Contains(r.stderr, "EndpointUnreachable") {
-		t.Fatalf("not Ready: exit %d, stderr %q; want 5 naming the reason", r.code, r.stderr)
+	// --wait 0 fails at once; --wait D waits for Ready within D, then fails
+	// with exit 5 naming the reason.
+	for _, wait := range []string{"0", "1s"} {
+		if r := lockctl(t, "run", "--kubeconfig", kubeconfig, "--lock", ns+"/nightly", "--wait", wait, "--", "true"); r.code != 5 || !strings.Contains(r.stderr, "EndpointUnreachable") {
+			t.Fatalf("not Ready, --wait %s: exit %d, stderr %q; want 5 naming the reason", wait, r.code, r.stderr)
+		}
+	}
+	// A lock that becomes Ready while lockctl waits (applied with its
+	// CronJob) is taken.
+	waited := make(chan result, 1)
+	go func() {
+		waited <- lockctl(t, "run", "--kubeconfig", kubeconfig, "--lock", ns+"/nightly", "--wait", "30s", "--", "sh", "-c", `echo "took $LOCK_KEY"`)
+	}()
+	time.Sleep(500 * time.Millisecond)
+	apimeta.SetStatusCondition(&dl.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAvailable})
+	if err := env.Client.Status().Update(t.Context(), dl); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-waited; r.code != 0 || strings.TrimSpace(r.stdout) != "took "+key {
+		t.Fatalf("--wait 30s on a lock that became Ready: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/redlease/redlease/pkg/kube"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -78,7 +79,9 @@ func (s *session) acquire(ctx context.Context, waitSet bool, wait time.Duration)
 		defer c()
 	}
 	lease, err := s.Acquire(ctx)
-	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+	// A lock that never became Ready within --wait is not Ready (exit 5),
+	// not held.
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, kube.ErrNotReady) {
 		return nil, exit(ExitNotAcquired, fmt.Errorf("%s still held after --wait %v: %w", s.Key(), wait, err))
 	}
 	return lease, err

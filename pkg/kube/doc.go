@@ -48,8 +48,12 @@ SPDX-License-Identifier: Apache-2.0
 //
 // A resource that is not Ready (Ready condition not True: its safety
 // properties are not all in force), or whose status lacks the key, the
-// connection or the credentials Secret, gives ErrNotReady at once, never
-// a hang.
+// connection or the credentials Secret, gives TryAcquire ErrNotReady at
+// once; Acquire waits for it to become Ready within its context (a lock
+// applied together with the workload that takes it), and fails with
+// ErrNotReady, naming the reason, when the context ends first
+// (TestNotReadyIsWaitedForWithinBounds). Acquire without a deadline waits
+// until the lock is Ready.
 //
 // The pod's ServiceAccount needs get, list and watch on distributedlocks in
 // its namespace and get on the Secret status.credentialsSecretRef names;

@@ -201,24 +201,67 @@ func TestLockerUsesTheStatusAndItsSecret(t *testing.T) {
 	}
 }
 
-func TestNotReadyIsAClearErrorNotAHang(t *testing.T) {
+// TestNotReadyIsWaitedForWithinBounds: a lock that is not Ready fails
+// TryAcquire at once with ErrNotReady naming the reason; Acquire waits for
+// it within its context (a lock applied together with the CronJob that
+// takes it must work): bounded by a deadline it fails with ErrNotReady
+// after the deadline, and when the controller publishes the lock Ready
+// (with its credentials Secret written a moment later, as the controller
+// does) a waiting Acquire takes it.
+func TestNotReadyIsWaitedForWithinBounds(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
+	srv := redistest.StartStandalone(t)
 	dl := createLock(t, env, ns, "down", v1alpha1.DistributedLockSpec{})
 	notReady := v1alpha1.DistributedLockStatus{}
 	apimeta.SetStatusCondition(&notReady.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 		Reason: v1alpha1.ReasonEndpointUnreachable, Message: "127.0.0.1:1: connection refused"})
 	setStatus(t, env, dl, notReady)
-	l := newKubeLocker(t, podConfig(t, env, ns), ns, "down")
+	l := newKubeLocker(t, podConfig(t, env, ns, credentialsSecret), ns, "down")
+
 	start := time.Now()
-	_, err := l.Acquire(context.Background()) // no deadline: must not hang
-	if !errors.Is(err, kube.ErrNotReady) {
-		t.Fatalf("Acquire = %v, want ErrNotReady", err)
+	_, err := l.TryAcquire(context.Background())
+	if !errors.Is(err, kube.ErrNotReady) || !strings.Contains(err.Error(), v1alpha1.ReasonEndpointUnreachable) {
+		t.Fatalf("TryAcquire = %v, want ErrNotReady naming the reason", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("Acquire took %v to report a resource that is not Ready", d)
+		t.Fatalf("TryAcquire took %v to report a resource that is not Ready", d)
 	}
 	t.Logf("error a user sees: %v", err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start = time.Now()
+	_, err = l.Acquire(ctx)
+	if !errors.Is(err, kube.ErrNotReady) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire with a 1s deadline = %v, want ErrNotReady and the deadline", err)
+	}
+	if d := time.Since(start); d < 900*time.Millisecond || d > 10*time.Second {
+		t.Fatalf("Acquire with a 1s deadline returned after %v", d)
+	}
+
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		lease, err := l.Acquire(ctx)
+		if err == nil {
+			err = lease.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // Acquire is waiting
+	publish(t, env, dl, ns+"/down", standalone(srv.Addr()), nil)
+	time.Sleep(300 * time.Millisecond) // Ready, the Secret not written yet
+	writeSecret(t, env, ns, map[string][]byte{})
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("Acquire once the lock became Ready: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Acquire did not take the lock within 20s of it becoming Ready")
+	}
 }
 
 // TestMissingKeyOrSecretIsNotReady: a Ready lock without status.key (a

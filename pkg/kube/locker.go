@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/backoff"
 	"github.com/redlease/redlease/internal/redisconn"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -112,9 +114,10 @@ func (l *Locker) TryAcquire(ctx context.Context) (*lock.Lease, error) {
 }
 
 // Acquire waits for the key, bounded by ctx (see lock.Locker.Acquire). A
-// resource that is not Ready fails at once with ErrNotReady; one that now
-// names another lock than leases still held waits for them to end
-// (ErrRebinding when ctx ends first).
+// resource that is not Ready yet (a lock applied together with the
+// workload that takes it) is waited for too: it fails with ErrNotReady only
+// when ctx ends first. One that now names another lock than leases still
+// held waits for them to end (ErrRebinding when ctx ends first).
 func (l *Locker) Acquire(ctx context.Context) (*lock.Lease, error) {
 	return l.take(ctx, true, (*lock.Locker).Acquire)
 }
@@ -140,8 +143,10 @@ func (l *Locker) take(ctx context.Context, wait bool, op func(*lock.Locker, cont
 // the topology or settings changed, with a reference held for the caller.
 // It never hands out a binding of another identity than one that still has
 // references: with wait it waits for them to end (bounded by ctx), else it
-// fails with ErrRebinding.
+// fails with ErrRebinding. With wait it also waits, bounded by ctx, for a
+// resource that is not Ready to become Ready.
 func (l *Locker) bind(ctx context.Context, wait bool) (*binding, error) {
+	notReady := backoff.Exponential{Min: notReadyRetryFirst, Max: notReadyRetryLongest}
 	for {
 		l.mu.Lock()
 		if l.closed {
@@ -149,11 +154,19 @@ func (l *Locker) bind(ctx context.Context, wait bool) (*binding, error) {
 			return nil, ErrClosed
 		}
 		obj := l.obj
+		// Taken with obj: any change after this read closes it.
+		changed := l.changes()
 		l.mu.Unlock()
 
 		t, err := resolve(ctx, l.secrets, obj)
 		if err != nil {
-			return nil, err
+			if !wait || !errors.Is(err, ErrNotReady) {
+				return nil, err
+			}
+			if werr := waitForChange(ctx, changed, notReady.Next()); werr != nil {
+				return nil, fmt.Errorf("%w; gave up waiting: %w", err, werr)
+			}
+			continue
 		}
 
 		l.mu.Lock()
@@ -171,14 +184,39 @@ func (l *Locker) bind(ctx context.Context, wait bool) (*binding, error) {
 			l.mu.Unlock()
 			return nil, moved
 		}
-		changed := l.changes()
+		changed = l.changes() // taken with the leases counted: one ending closes it
 		l.mu.Unlock()
-		select {
-		case <-changed: // a lease ended, or the resource changed: look again
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w; gave up waiting: %w", moved, context.Cause(ctx))
+		if werr := waitForChange(ctx, changed, 0); werr != nil {
+			return nil, fmt.Errorf("%w; gave up waiting: %w", moved, werr)
 		}
 	}
+}
+
+// Bounds of the retry while waiting for a resource to become Ready: the
+// watch wakes the wait when the resource changes; the retry covers what it
+// does not see (the credentials Secret appearing after the status names it).
+const (
+	notReadyRetryFirst   = 250 * time.Millisecond
+	notReadyRetryLongest = 5 * time.Second
+)
+
+// waitForChange waits until changed closes (the resource changed, a lease
+// ended, or the Locker closed) or, when retry > 0, retry has passed; it
+// returns ctx's cause when ctx ends first.
+func waitForChange(ctx context.Context, changed <-chan struct{}, retry time.Duration) error {
+	var timeout <-chan time.Time
+	if retry > 0 {
+		timer := time.NewTimer(retry)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	select {
+	case <-changed:
+	case <-timeout:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
 }
 
 // bindLocked returns the binding for t with a reference for the caller,
