@@ -36,16 +36,28 @@ build_k8s() {
 	ln -sf "$dir/$name" "$bin/$name"
 }
 
-# go_install NAME MODULE@VERSION installs a standalone Go command into the cache.
+# go_install NAME MODULE@VERSION [SUFFIX LDFLAGS] installs a standalone Go
+# command into the cache; SUFFIX names the build in the cache key when
+# LDFLAGS stamp it.
 go_install() {
-	local name=$1 target=$2 dir=$cache/${1}-${2##*@}
+	local name=$1 target=$2 dir=$cache/${1}-${2##*@}${3:+-$3} ldflags=${4:-}
 	if [ ! -x "$dir/$name" ]; then
 		say "building $target (cold: one to a few minutes; cached in $dir)"
 		mkdir -p "$dir"
-		GOBIN=$dir CGO_ENABLED=0 go install "$target"
+		GOBIN=$dir CGO_ENABLED=0 go install -ldflags "$ldflags" "$target"
 	fi
 	ln -sf "$dir/$name" "$bin/$name"
 }
+
+# helm_ldflags stamp the Kubernetes version helm assumes without a cluster
+# (helm template, helm lint), as Helm's own release build does from its
+# client-go (v0.37 for v3.22): unstamped, a go-installed helm assumes 1.20
+# and refuses the chart's kubeVersion.
+HELM_KUBE_MINOR=37
+helm_ldflags=""
+for pkg in chartutil lint/rules; do
+	helm_ldflags+=" -X helm.sh/helm/v3/pkg/$pkg.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/$pkg.k8sVersionMinor=$HELM_KUBE_MINOR"
+done
 
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=(controller-gen etcd kube-apiserver kubectl helm golangci-lint)
@@ -54,7 +66,7 @@ for t in "${tools[@]}"; do
 	kube-apiserver) build_k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver ;;
 	kubectl) build_k8s kubectl k8s.io/kubernetes/cmd/kubectl ;;
 	etcd) build_k8s etcd ./cmd/etcd ;;
-	helm) go_install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" ;;
+	helm) go_install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" "k8s1.$HELM_KUBE_MINOR" "$helm_ldflags" ;;
 	controller-gen) go_install controller-gen "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" ;;
 	golangci-lint) go_install golangci-lint "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION" ;;
 	*) say "unknown tool $t"; exit 2 ;;

@@ -45,12 +45,15 @@ Name of a derived resource: "<fullname>-<suffix>", truncated to 63.
 Labels on every resource.
 */}}
 {{- define "redlease.labels" -}}
-helm.sh/chart: {{ include "redlease.chart" . }}
-app.kubernetes.io/name: {{ include "redlease.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/part-of: redlease
+{{- $own := dict
+  "helm.sh/chart" (include "redlease.chart" .)
+  "app.kubernetes.io/name" (include "redlease.name" .)
+  "app.kubernetes.io/instance" .Release.Name
+  "app.kubernetes.io/version" .Chart.AppVersion
+  "app.kubernetes.io/managed-by" .Release.Service
+  "app.kubernetes.io/part-of" "redlease" }}
+{{- /* the chart's own labels win over commonLabels */}}
+{{- toYaml (merge $own (deepCopy (default (dict) .Values.commonLabels))) }}
 {{- end }}
 
 {{/*

@@ -1,0 +1,107 @@
+package helm_test
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestKubeVersion: Chart.yaml states the Kubernetes versions the chart
+// needs, and Helm refuses older ones.
+func TestKubeVersion(t *testing.T) {
+	t.Parallel()
+	if v, _ := readYAML(t, "charts/redlease/Chart.yaml")["kubeVersion"].(string); v != ">= 1.30.0-0" {
+		t.Errorf("Chart.yaml kubeVersion = %q, want \">= 1.30.0-0\"", v)
+	}
+	if _, err := helmTemplate(t, chartDir(t), "--kube-version", "1.29.0"); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
+		t.Errorf("helm template for Kubernetes 1.29: err = %v, want a kubeVersion refusal", err)
+	}
+	render(t, "--kube-version", "1.30.0")
+}
+
+// TestCommonLabels: commonLabels land on every object, and cannot replace
+// the chart's own labels (selectors depend on them).
+func TestCommonLabels(t *testing.T) {
+	t.Parallel()
+	m := render(t, "--set", "commonLabels.team=payments", "--set", "commonLabels.app\\.kubernetes\\.io/name=other",
+		"--set", "prometheusRule.enabled=true,networkPolicy.enabled=true,serviceMonitor.enabled=true,grafanaDashboard.enabled=true")
+	for _, o := range m.objs {
+		l := o.GetLabels()
+		if l["team"] != "payments" {
+			t.Errorf("%s %s has no commonLabels: %v", o.GetKind(), o.GetName(), l)
+		}
+		if o.GetKind() != "CustomResourceDefinition" && l["app.kubernetes.io/name"] != "redlease" {
+			t.Errorf("%s %s: commonLabels replaced app.kubernetes.io/name: %v", o.GetKind(), o.GetName(), l)
+		}
+	}
+	if l := deployment(t, m).Spec.Template.Labels; l["team"] != "payments" {
+		t.Errorf("the manager pods lack commonLabels: %v", l)
+	}
+}
+
+// TestExtraVolumes: extraVolumes and extraVolumeMounts reach the manager's
+// pod and container, which stay restricted.
+func TestExtraVolumes(t *testing.T) {
+	t.Parallel()
+	m := render(t, "--set", "extraVolumes[0].name=ca,extraVolumes[0].configMap.name=redis-ca",
+		"--set", "extraVolumeMounts[0].name=ca,extraVolumeMounts[0].mountPath=/etc/redis-ca,extraVolumeMounts[0].readOnly=true")
+	d := deployment(t, m)
+	c := manager(t, d)
+	if !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "ca" && v.ConfigMap != nil }) {
+		t.Errorf("volumes = %+v, want the extra ConfigMap volume", d.Spec.Template.Spec.Volumes)
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(v corev1.VolumeMount) bool { return v.Name == "ca" && v.MountPath == "/etc/redis-ca" && v.ReadOnly }) {
+		t.Errorf("volumeMounts = %+v, want the extra mount", c.VolumeMounts)
+	}
+	checkRestricted(t, d)
+	if d := deployment(t, render(t)); len(d.Spec.Template.Spec.Volumes) != 0 || len(manager(t, d).VolumeMounts) != 0 {
+		t.Error("volumes rendered by default")
+	}
+}
+
+// TestPrometheusRule: off by default; on, the four alerts, each with a
+// severity, on metrics the code defines (controller-runtime's own aside).
+func TestPrometheusRule(t *testing.T) {
+	t.Parallel()
+	if m := render(t); len(m.ofKind("PrometheusRule")) != 0 {
+		t.Fatal("a PrometheusRule by default")
+	}
+	m := render(t, "--set", "prometheusRule.enabled=true,prometheusRule.labels.release=prom,prometheusRule.notReadyFor=30m,prometheusRule.severity=critical")
+	pr := m.must("PrometheusRule", namespace, managerName)
+	if pr.GetAPIVersion() != "monitoring.coreos.com/v1" || pr.GetLabels()["release"] != "prom" {
+		t.Errorf("PrometheusRule %s labels %v", pr.GetAPIVersion(), pr.GetLabels())
+	}
+	groups, _, _ := unstructured.NestedSlice(pr.Object, "spec", "groups")
+	if len(groups) != 1 {
+		t.Fatalf("groups = %v", groups)
+	}
+	rules, _, _ := unstructured.NestedSlice(groups[0].(map[string]any), "rules")
+	alerts := map[string]map[string]any{}
+	for _, r := range rules {
+		rule := r.(map[string]any)
+		alerts[rule["alert"].(string)] = rule
+	}
+	for _, want := range []string{"RedleaseLocksNotReady", "RedleaseLeasesLost", "RedleaseFenceFloorRaised", "RedleaseReconcileErrors"} {
+		if alerts[want] == nil {
+			t.Errorf("no alert %s in %v", want, alerts)
+		}
+	}
+	if a := alerts["RedleaseLocksNotReady"]; a != nil && (a["for"] != "30m" || a["labels"].(map[string]any)["severity"] != "critical") {
+		t.Errorf("RedleaseLocksNotReady = %v, want for 30m and severity critical from the values", a)
+	}
+	defined := definedMetrics(t)
+	for name, a := range alerts {
+		if sev, _ := a["labels"].(map[string]any)["severity"].(string); sev == "" {
+			t.Errorf("alert %s has no severity", name)
+		}
+		for _, metric := range regexp.MustCompile(`redlease_[a-z_]+`).FindAllString(a["expr"].(string), -1) {
+			if !defined[metric] {
+				t.Errorf("alert %s uses %s, which no Go code defines (renamed metric?)", name, metric)
+			}
+		}
+	}
+}
