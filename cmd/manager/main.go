@@ -9,9 +9,11 @@ SPDX-License-Identifier: Apache-2.0
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -45,6 +48,10 @@ func main() {
 type flags struct {
 	metricsAddr, probeAddr   string
 	metricsSecure            bool
+	metricsCertPath          string
+	metricsCertName          string
+	metricsCertKey           string
+	enableHTTP2              bool
 	leaderElect              bool
 	leaderElectionID         string
 	leaderElectionNamespace  string
@@ -66,6 +73,10 @@ func run() error {
 	var f flags
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint, e.g. :8443 (HTTPS with --metrics-secure) or :8080; 0 disables it.")
 	flag.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized through the API server (TokenReview, SubjectAccessReview).")
+	flag.StringVar(&f.metricsCertPath, "metrics-cert-path", "", "Directory holding the metrics server's certificate and key (e.g. a cert-manager Secret mounted there), reloaded when they change; empty: a self-signed certificate.")
+	flag.StringVar(&f.metricsCertName, "metrics-cert-name", "tls.crt", "The certificate's file name in --metrics-cert-path.")
+	flag.StringVar(&f.metricsCertKey, "metrics-cert-key", "tls.key", "The key's file name in --metrics-cert-path.")
+	flag.BoolVar(&f.enableHTTP2, "enable-http2", false, "Offer HTTP/2 on the metrics endpoint. Off by default: HTTP/2's stream handling has had denial-of-service flaws (CVE-2023-44487, CVE-2023-39325); the health endpoint is plain HTTP/1.1 either way.")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader on a coordination.k8s.io Lease, so that only one replica reconciles.")
 	flag.StringVar(&f.leaderElectionID, "leader-election-id", "redlease-manager.redlease.io", "Name of the leader election Lease.")
@@ -103,9 +114,9 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("reading the kubeconfig: %w", err)
 	}
-	metricsOpts := metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.metricsSecure}
-	if f.metricsSecure {
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	metricsOpts, certWatcher, err := metricsOptions(f)
+	if err != nil {
+		return err
 	}
 	cacheOpts := cache.Options{}
 	if ns := splitNamespaces(f.watchNamespaces); len(ns) > 0 {
@@ -130,6 +141,11 @@ func run() error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if certWatcher != nil {
+		if err := mgr.Add(certWatcher); err != nil {
+			return fmt.Errorf("watching the metrics certificate: %w", err)
+		}
 	}
 
 	pool := redisprobe.NewPool(redisprobe.PoolOptions{
@@ -174,4 +190,28 @@ func splitNamespaces(s string) []string {
 		}
 	}
 	return out
+}
+
+// metricsOptions is the metrics server f asks for: HTTPS with API server
+// authentication and authorization when secure, a mounted certificate
+// (watched for renewals) when --metrics-cert-path is set, and HTTP/1.1
+// only unless --enable-http2.
+func metricsOptions(f flags) (metricsserver.Options, *certwatcher.CertWatcher, error) {
+	opts := metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.metricsSecure}
+	if !f.metricsSecure {
+		return opts, nil, nil
+	}
+	opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	if !f.enableHTTP2 {
+		opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	if f.metricsCertPath == "" {
+		return opts, nil, nil
+	}
+	w, err := certwatcher.New(filepath.Join(f.metricsCertPath, f.metricsCertName), filepath.Join(f.metricsCertPath, f.metricsCertKey))
+	if err != nil {
+		return opts, nil, fmt.Errorf("--metrics-cert-path: %w", err)
+	}
+	opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.GetCertificate = w.GetCertificate })
+	return opts, w, nil
 }

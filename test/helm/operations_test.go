@@ -105,3 +105,36 @@ func TestPrometheusRule(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsCertificate: metrics.certSecret mounts the Secret read-only
+// where --metrics-cert-path points; HTTP/2 is off unless asked for; a
+// certificate needs the secure endpoint.
+func TestMetricsCertificate(t *testing.T) {
+	t.Parallel()
+	c := manager(t, deployment(t, render(t)))
+	args := managerArgs(t, c)
+	if args["enable-http2"] != "false" {
+		t.Errorf("--enable-http2 = %q by default, want false", args["enable-http2"])
+	}
+	if _, ok := args["metrics-cert-path"]; ok {
+		t.Error("--metrics-cert-path set without metrics.certSecret")
+	}
+	d := deployment(t, render(t, "--set", "metrics.certSecret=redlease-metrics-tls,metrics.enableHTTP2=true"))
+	c = manager(t, d)
+	args = managerArgs(t, c)
+	path := args["metrics-cert-path"]
+	if path == "" || args["enable-http2"] != "true" {
+		t.Fatalf("args = %v, want --metrics-cert-path and --enable-http2=true", args)
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == path && m.ReadOnly }) {
+		t.Errorf("nothing is mounted read-only at --metrics-cert-path %s: %+v", path, c.VolumeMounts)
+	}
+	if !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Secret != nil && v.Secret.SecretName == "redlease-metrics-tls"
+	}) {
+		t.Errorf("volumes = %+v, want the Secret redlease-metrics-tls", d.Spec.Template.Spec.Volumes)
+	}
+	if _, err := helmTemplate(t, chartDir(t), "--set", "metrics.certSecret=x,metrics.secure=false"); err == nil || !strings.Contains(err.Error(), "metrics.certSecret needs metrics.secure") {
+		t.Errorf("a certificate for plain HTTP: err = %v, want a readable refusal", err)
+	}
+}
