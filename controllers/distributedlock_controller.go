@@ -229,6 +229,7 @@ func (r *DistributedLockReconciler) finishLock(ctx context.Context, rd *round, o
 	ready := readyStatus(dl.Status.Conditions) == "True"
 	r.state.setReady(types.NamespacedName{Namespace: dl.Namespace, Name: dl.Name}, ready)
 	r.updateGauges()
+	setLockMetrics(dl)
 	if terminal != nil {
 		return reconcile.Result{}, terminal
 	}
@@ -238,6 +239,7 @@ func (r *DistributedLockReconciler) finishLock(ctx context.Context, rd *round, o
 // forget is a deleted lock: drop its pool references, guard wishes and
 // memory, and say in an Event that Redis was left alone.
 func (r *DistributedLockReconciler) forget(ctx context.Context, nn types.NamespacedName) {
+	deleteLockMetrics(nn)
 	st, ok := r.state.remove(nn)
 	if !ok {
 		r.guards.forget(kindInline + "/" + nn.Namespace + "/" + nn.Name)

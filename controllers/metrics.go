@@ -2,12 +2,17 @@ package controllers
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/redlease/redlease/api/v1alpha1"
 )
 
 // Controller metrics, registered with controller-runtime's registry (served
 // on the manager's metrics endpoint next to controller_runtime_*). Labels
-// are bounded: no per-resource or per-server labels.
+// are bounded: no per-server labels; the per-lock gauges below have one
+// series per DistributedLock (namespace, name), like cert-manager's
+// certificate metrics, deleted with the lock.
 var (
 	probesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "redlease_controller_endpoint_probes_total",
@@ -29,6 +34,23 @@ var (
 		Name: "redlease_controller_holder_reads_total",
 		Help: "Lock keys read by lock reconciles, by source: batch (the store's pipelined read of all its locks) or direct (a round trip of the lock's own: inline locks, or no recent batch).",
 	}, []string{"source"})
+	lockLabels = []string{"namespace", "name"}
+	lockReady  = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redlease_controller_lock_ready",
+		Help: "1 when the DistributedLock's Ready condition is True, else 0.",
+	}, lockLabels)
+	lockHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redlease_controller_lock_held",
+		Help: "1 when the controller last saw the DistributedLock's key held, else 0.",
+	}, lockLabels)
+	lockFenceHighWater = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redlease_controller_lock_fence_high_water",
+		Help: "The highest fencing token the controller has seen for the DistributedLock's key (status.fenceHighWater).",
+	}, lockLabels)
+	lockHolderSince = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redlease_controller_lock_holder_since_timestamp_seconds",
+		Help: "When the controller first saw the current holder (status.holder.since), as a Unix time; 0 when the key is free. time() minus it is how long the holder has held.",
+	}, lockLabels)
 	redisClients = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "redlease_controller_redis_clients",
 		Help: "Pooled Redis clients (one per server, database and credentials); each holds at most the pool size in connections.",
@@ -36,7 +58,8 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(probesTotal, locksGauge, fenceFloorRaised, replicaSettingsApplied, holderReads, redisClients)
+	metrics.Registry.MustRegister(probesTotal, locksGauge, fenceFloorRaised, replicaSettingsApplied, holderReads, redisClients,
+		lockReady, lockHeld, lockFenceHighWater, lockHolderSince)
 }
 
 // updateGauges refreshes the gauges from the reconciler's memory.
@@ -45,4 +68,27 @@ func (r *DistributedLockReconciler) updateGauges() {
 	locksGauge.WithLabelValues("true").Set(float64(ready))
 	locksGauge.WithLabelValues("false").Set(float64(notReady))
 	redisClients.Set(float64(r.opts.Pool.Len()))
+}
+
+// setLockMetrics publishes dl's status in the per-lock gauges.
+func setLockMetrics(dl *v1alpha1.DistributedLock) {
+	labels := []string{dl.Namespace, dl.Name}
+	ready, held, since := 0.0, 0.0, 0.0
+	if readyStatus(dl.Status.Conditions) == "True" {
+		ready = 1
+	}
+	if h := dl.Status.Holder; h != nil {
+		held, since = 1, float64(h.Since.Unix())
+	}
+	lockReady.WithLabelValues(labels...).Set(ready)
+	lockHeld.WithLabelValues(labels...).Set(held)
+	lockFenceHighWater.WithLabelValues(labels...).Set(float64(dl.Status.FenceHighWater))
+	lockHolderSince.WithLabelValues(labels...).Set(since)
+}
+
+// deleteLockMetrics drops the per-lock series of a deleted lock.
+func deleteLockMetrics(nn types.NamespacedName) {
+	for _, g := range []*prometheus.GaugeVec{lockReady, lockHeld, lockFenceHighWater, lockHolderSince} {
+		g.DeleteLabelValues(nn.Namespace, nn.Name)
+	}
 }

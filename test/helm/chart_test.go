@@ -593,6 +593,9 @@ func TestServiceMonitor(t *testing.T) {
 		if _, hasTLS := ep["tlsConfig"]; hasTLS != secure {
 			t.Errorf("secure=%v: tlsConfig present = %v", secure, hasTLS)
 		}
+		if ep["honorLabels"] != true {
+			t.Errorf("endpoint honorLabels = %v, want true: the per-lock series' namespace label must survive the scrape", ep["honorLabels"])
+		}
 	}
 	if _, err := helmTemplate(t, chartDir(t), "--set", "serviceMonitor.enabled=true,metrics.enabled=false"); err == nil || !strings.Contains(err.Error(), "serviceMonitor.enabled needs metrics.enabled") {
 		t.Errorf("serviceMonitor without metrics: err = %v, want a readable refusal", err)

@@ -85,13 +85,14 @@ func TestPrometheusRule(t *testing.T) {
 		rule := r.(map[string]any)
 		alerts[rule["alert"].(string)] = rule
 	}
-	for _, want := range []string{"RedleaseLocksNotReady", "RedleaseLeasesLost", "RedleaseFenceFloorRaised", "RedleaseReconcileErrors"} {
+	for _, want := range []string{"RedleaseLockNotReady", "RedleaseLeasesLost", "RedleaseFenceFloorRaised", "RedleaseReconcileErrors"} {
 		if alerts[want] == nil {
 			t.Errorf("no alert %s in %v", want, alerts)
 		}
 	}
-	if a := alerts["RedleaseLocksNotReady"]; a != nil && (a["for"] != "30m" || a["labels"].(map[string]any)["severity"] != "critical") {
-		t.Errorf("RedleaseLocksNotReady = %v, want for 30m and severity critical from the values", a)
+	if a := alerts["RedleaseLockNotReady"]; a != nil && (a["for"] != "30m" || a["labels"].(map[string]any)["severity"] != "critical" ||
+		!strings.Contains(a["expr"].(string), "redlease_controller_lock_ready")) {
+		t.Errorf("RedleaseLockNotReady = %v, want one alert per lock, for 30m and severity critical from the values", a)
 	}
 	defined := definedMetrics(t)
 	for name, a := range alerts {

@@ -212,6 +212,8 @@ func TestGrafanaDashboard(t *testing.T) {
 		`redlease_lock_renewals_total{namespace=~"$namespace",result!="ok"}`, // renew failures
 		"redlease_controller_endpoint_probes_total",                          // endpoint health
 		"redlease_controller_locks",
+		"redlease_controller_lock_ready", // per lock
+		"redlease_controller_lock_holder_since_timestamp_seconds",
 		`controller_runtime_reconcile_total{controller="distributedlock"}`,
 		"controller_runtime_reconcile_time_seconds_bucket",
 	} {
