@@ -110,13 +110,24 @@ VERSION ?= v0.1.0
 IMAGE_REPO ?= redlease
 GO_LDFLAGS := -s -w
 
+# Platforms of the images: one OCI image index holds them all.
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+# The CA bundle the images carry at /etc/ssl/certs/ca-certificates.crt
+# (Debian's ca-certificates package).
+IMAGE_CA ?= /etc/ssl/certs/ca-certificates.crt
+
 .PHONY: image
-image: ## Build OCI image tarballs for the manager and lockctl into dist/ (static binaries, empty base, non-root; no Docker engine).
-	@mkdir -p dist/bin
+image: ## Build multi-platform OCI image archives (linux/amd64, linux/arm64) for the manager and lockctl into dist/ (static binaries, CA bundle, empty base, non-root; no Docker engine).
 	@for c in manager lockctl; do \
-		echo "building $$c (linux/amd64, static)"; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o dist/bin/$$c ./cmd/$$c; \
-		(cd hack/ocibuild && go run . -binary ../../dist/bin/$$c -tag $(IMAGE_REPO)/$$c:$(VERSION) -out ../../dist/$$c-$(VERSION).tar); \
+		plats=""; \
+		for p in $(IMAGE_PLATFORMS); do \
+			os=$${p%/*}; arch=$${p#*/}; out=dist/bin/$$os-$$arch/$$c; \
+			echo "building $$c ($$p, static)"; \
+			CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $$out ./cmd/$$c; \
+			plats="$$plats -platform $$p=$(CURDIR)/$$out"; \
+		done; \
+		(cd hack/ocibuild && go run . $$plats -ca $(IMAGE_CA) -tag $(IMAGE_REPO)/$$c:$(VERSION) \
+			-revision "$$(git rev-parse HEAD 2>/dev/null)" -out $(CURDIR)/dist/$$c-$(VERSION).tar); \
 	done
 
 ##@ Deployment

@@ -1,61 +1,221 @@
-// Command ocibuild packs one static binary into an OCI image tarball without
-// a Docker engine: an empty base, the binary at /<name>, a non-root user,
-// the binary as entrypoint. The tarball loads with `docker load`,
-// `podman load`, `ctr images import` or `kind load image-archive`.
+// Command ocibuild packs a static binary, built once per platform, into one
+// multi-platform OCI image archive without a Docker engine: for each
+// platform an empty base, the CA bundle at /etc/ssl/certs/ca-certificates.crt
+// (so TLS to servers with public certificates works without a CA Secret),
+// the binary at /<name>, a non-root user, the binary as entrypoint, and
+// org.opencontainers.image.* labels; all platforms under one image index.
+// The archive loads with `ctr images import`, `kind load image-archive`,
+// `podman load` or `docker load` (Docker 25 and later).
 //
-//	ocibuild -binary bin/linux-amd64/manager -tag redlease/manager:v0.1.0 -out dist/manager.tar
+//	ocibuild -platform linux/amd64=dist/bin/linux-amd64/manager \
+//	         -platform linux/arm64=dist/bin/linux-arm64/manager \
+//	         -ca /etc/ssl/certs/ca-certificates.crt \
+//	         -tag redlease/manager:v0.1.0 -out dist/manager-v0.1.0.tar
 package main
 
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // nonRoot is the distroless "nonroot" user: no name needed on an empty base.
 const nonRoot = "65532:65532"
 
+// caPath is where Go's crypto/x509 (and most TLS stacks) look for the
+// system roots on Linux.
+const caPath = "etc/ssl/certs/ca-certificates.crt"
+
+// epoch is every timestamp in the image: builds are reproducible.
+var epoch = time.Unix(0, 0)
+
+// platforms is the repeatable -platform OS/ARCH=BINARY flag.
+type platforms []platformBinary
+
+type platformBinary struct {
+	platform v1.Platform
+	binary   string
+}
+
+func (p *platforms) String() string { return fmt.Sprint(*p) }
+
+func (p *platforms) Set(v string) error {
+	plat, bin, ok := strings.Cut(v, "=")
+	goos, arch, ok2 := strings.Cut(plat, "/")
+	if !ok || !ok2 || goos == "" || arch == "" || bin == "" {
+		return fmt.Errorf("%q: want OS/ARCH=BINARY, e.g. linux/arm64=dist/bin/linux-arm64/manager", v)
+	}
+	*p = append(*p, platformBinary{v1.Platform{OS: goos, Architecture: arch}, bin})
+	return nil
+}
+
+// options are what one archive is built from.
+type options struct {
+	platforms platforms
+	ca        string // the CA bundle file
+	tag       string
+	version   string // org.opencontainers.image.version (default: the tag's)
+	revision  string // org.opencontainers.image.revision (e.g. the git commit)
+	out       string
+}
+
 func main() {
-	binary := flag.String("binary", "", "static binary to put in the image")
-	tag := flag.String("tag", "", "image reference, e.g. redlease/manager:v0.1.0")
-	out := flag.String("out", "", "tarball to write")
-	arch := flag.String("arch", "amd64", "image architecture")
+	var o options
+	flag.Var(&o.platforms, "platform", "OS/ARCH=BINARY: a static binary for one platform (repeat per platform)")
+	flag.StringVar(&o.ca, "ca", "/etc/ssl/certs/ca-certificates.crt", "CA bundle to install at /"+caPath)
+	flag.StringVar(&o.tag, "tag", "", "image reference, e.g. redlease/manager:v0.1.0")
+	flag.StringVar(&o.version, "version", "", "org.opencontainers.image.version (default: the tag)")
+	flag.StringVar(&o.revision, "revision", "", "org.opencontainers.image.revision, e.g. the git commit")
+	flag.StringVar(&o.out, "out", "", "OCI archive to write")
 	flag.Parse()
-	if err := build(*binary, *tag, *out, *arch); err != nil {
+	if err := build(o); err != nil {
 		fmt.Fprintln(os.Stderr, "ocibuild:", err)
 		os.Exit(1)
 	}
 }
 
-func build(binary, tag, out, arch string) error {
-	if binary == "" || tag == "" || out == "" {
-		return fmt.Errorf("-binary, -tag and -out are required")
+func build(o options) error {
+	if len(o.platforms) == 0 || o.tag == "" || o.out == "" {
+		return errors.New("-platform (at least one), -tag and -out are required")
 	}
-	ref, err := name.NewTag(tag)
+	ref, err := name.NewTag(o.tag)
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(binary) //nolint:gosec // G304: the -binary the caller asked to pack
+	if o.version == "" {
+		o.version = ref.TagStr()
+	}
+	ca, err := os.ReadFile(o.ca)
+	if err != nil {
+		return fmt.Errorf("the CA bundle: %w (Debian: apt-get install ca-certificates)", err)
+	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, pb := range o.platforms {
+		img, err := platformImage(pb, ca, o)
+		if err != nil {
+			return fmt.Errorf("%s/%s: %w", pb.platform.OS, pb.platform.Architecture, err)
+		}
+		plat := pb.platform
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &plat}})
+	}
+	dir, err := os.MkdirTemp("", "ocibuild-")
 	if err != nil {
 		return err
 	}
-	entry := "/" + filepath.Base(binary)
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: leaving it behind fails nothing
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
+	}
+	// ref.name is the tag for OCI tools; containerd names the image by
+	// its annotation.
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{
+		"org.opencontainers.image.ref.name": ref.TagStr(),
+		"io.containerd.image.name":          ref.Name(),
+	})); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil { //nolint:gosec // G301: a build output directory (dist/), with the mode of the rest of the tree
+		return err
+	}
+	if err := tarDir(dir, o.out); err != nil {
+		return err
+	}
+	digest, err := idx.Digest()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s %s (%d platforms) -> %s\n", o.tag, digest, len(o.platforms), o.out)
+	return nil
+}
+
+// platformImage is one platform's image: the CA bundle layer, then the
+// binary's.
+func platformImage(pb platformBinary, ca []byte, o options) (v1.Image, error) {
+	data, err := os.ReadFile(pb.binary)
+	if err != nil {
+		return nil, err
+	}
+	entry := filepath.Base(pb.binary)
+	caLayer, err := fileLayer(caPath, ca, 0o644, 0)
+	if err != nil {
+		return nil, err
+	}
+	binLayer, err := fileLayer(entry, data, 0o755, 65532)
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), caLayer, binLayer)
+	if err != nil {
+		return nil, err
+	}
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture, cfg.Variant = pb.platform.OS, pb.platform.Architecture, pb.platform.Variant
+	cfg.Created = v1.Time{Time: epoch}
+	cfg.Config.Entrypoint = []string{"/" + entry}
+	cfg.Config.User = nonRoot
+	cfg.Config.WorkingDir = "/"
+	cfg.Config.Env = []string{"SSL_CERT_FILE=/" + caPath}
+	cfg.Config.Labels = labels(entry, o)
+	return mutate.ConfigFile(img, cfg)
+}
+
+// labels are the org.opencontainers.image.* annotations SBOM and registry
+// tools read.
+func labels(entry string, o options) map[string]string {
+	l := map[string]string{
+		"org.opencontainers.image.title":       "redlease " + entry,
+		"org.opencontainers.image.description": "redlease " + entry + ": distributed locks on Redis for Kubernetes",
+		"org.opencontainers.image.source":      "https://github.com/redlease/redlease",
+		"org.opencontainers.image.url":         "https://github.com/redlease/redlease",
+		"org.opencontainers.image.licenses":    "Apache-2.0",
+		"org.opencontainers.image.vendor":      "redlease",
+		"org.opencontainers.image.version":     o.version,
+		"org.opencontainers.image.created":     epoch.UTC().Format(time.RFC3339),
+	}
+	if o.revision != "" {
+		l["org.opencontainers.image.revision"] = o.revision
+	}
+	return l
+}
+
+// fileLayer is an OCI layer holding one file at path (its directories
+// created, owned by root), owned by uid.
+func fileLayer(path string, data []byte, mode int64, uid int) (v1.Layer, error) {
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
-		hdr := &tar.Header{Name: entry[1:], Mode: 0o755, Size: int64(len(data)), Uid: 65532, Gid: 65532,
-			ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
+		var dirs []string
+		for d := filepath.Dir(path); d != "."; d = filepath.Dir(d) {
+			dirs = append([]string{d}, dirs...)
+		}
+		for _, d := range dirs {
+			if err := tw.WriteHeader(&tar.Header{Name: d + "/", Mode: 0o755, ModTime: epoch, Typeflag: tar.TypeDir}); err != nil {
+				return nil, err
+			}
+		}
+		hdr := &tar.Header{Name: path, Mode: mode, Size: int64(len(data)), Uid: uid, Gid: uid, ModTime: epoch, Typeflag: tar.TypeReg}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return nil, err
 		}
@@ -66,38 +226,45 @@ func build(binary, tag, out, arch string) error {
 			return nil, err
 		}
 		return io.NopCloser(&buf), nil
+	}, tarball.WithMediaType(types.OCILayer))
+}
+
+// tarDir writes the OCI layout in dir as the archive out (oci-layout,
+// index.json and blobs/ at its root), with fixed timestamps.
+func tarDir(dir, out string) (err error) {
+	f, err := os.Create(out) //nolint:gosec // G304: the -out the caller asked for
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	tw := tar.NewWriter(f)
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return tw.WriteHeader(&tar.Header{Name: rel + "/", Mode: 0o755, ModTime: epoch, Typeflag: tar.TypeDir})
+		}
+		data, err := os.ReadFile(path) //nolint:gosec // G304: a file of the layout this command just wrote
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: rel, Mode: 0o644, Size: int64(len(data)), ModTime: epoch, Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return err
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", arch
-	cfg.Created = v1.Time{Time: time.Unix(0, 0)} // reproducible
-	cfg.Config.Entrypoint = []string{entry}
-	cfg.Config.User = nonRoot
-	cfg.Config.WorkingDir = "/"
-	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": "https://github.com/redlease/redlease"}
-	if img, err = mutate.ConfigFile(img, cfg); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil { //nolint:gosec // G301: a build output directory (dist/), with the mode of the rest of the tree
-		return err
-	}
-	if err := tarball.WriteToFile(out, ref, img); err != nil {
-		return err
-	}
-	digest, err := img.Digest()
-	if err != nil {
-		return err
-	}
-	fmt.Printf("%s %s -> %s\n", tag, digest, out)
-	return nil
+	return tw.Close()
 }
