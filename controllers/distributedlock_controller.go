@@ -214,7 +214,19 @@ func (r *DistributedLockReconciler) finishLock(ctx context.Context, rd *round, o
 	log := logf.FromContext(ctx)
 	dl := rd.dl
 	setLockStatus(rd)
-	if !equality.Semantic.DeepEqual(orig.Status, dl.Status) {
+	observed := dl.Status.DeepCopy() // for the metrics, written or not
+	now := r.now()
+	changed := !equality.Semantic.DeepEqual(orig.Status, dl.Status)
+	if changed && !statusUrgent(&orig.Status, &dl.Status, rd) && !st.writeDue(now, r.opts.ProbeInterval) {
+		// Only the holder or the fence moved, and this lock's status was
+		// written less than a probe interval ago: busy locks would write
+		// (and wake every pod watching them) on every reconcile. The next
+		// reconcile past the interval publishes it.
+		dl.Status = orig.Status
+		changed = false
+		log.V(2).Info("holder change deferred to the status cadence")
+	}
+	if changed {
 		if err := r.kube.Status().Patch(ctx, dl, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				// A newer version is on its way through the watch.
@@ -223,13 +235,14 @@ func (r *DistributedLockReconciler) finishLock(ctx context.Context, rd *round, o
 			}
 			return reconcile.Result{}, errors.Join(terminal, fmt.Errorf("patching the status of %s/%s: %w", dl.Namespace, dl.Name, err))
 		}
+		st.wrote(now)
 		log.V(1).Info("status updated", "ready", readyStatus(dl.Status.Conditions))
 	}
 	r.emitTransitions(dl, dl.Status.Conditions, orig.Status.Conditions, orig.Status.Master, dl.Status.Master)
 	ready := readyStatus(dl.Status.Conditions) == "True"
 	r.state.setReady(types.NamespacedName{Namespace: dl.Namespace, Name: dl.Name}, ready)
 	r.updateGauges()
-	setLockMetrics(dl)
+	setLockMetrics(dl.Namespace, dl.Name, observed)
 	if terminal != nil {
 		return reconcile.Result{}, terminal
 	}
@@ -290,6 +303,22 @@ type lockState struct {
 	mu    sync.Mutex
 	key   string
 	ready bool
+	// lastWrite is when this controller last wrote the lock's status.
+	lastWrite time.Time
+}
+
+// writeDue reports whether a status change that is not urgent may be
+// written now: at most one such write per interval.
+func (s *lockState) writeDue(now time.Time, interval time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return now.Sub(s.lastWrite) >= interval
+}
+
+func (s *lockState) wrote(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastWrite = now
 }
 
 func newStateStore() *stateStore {

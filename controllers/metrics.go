@@ -70,19 +70,21 @@ func (r *DistributedLockReconciler) updateGauges() {
 	redisClients.Set(float64(r.opts.Pool.Len()))
 }
 
-// setLockMetrics publishes dl's status in the per-lock gauges.
-func setLockMetrics(dl *v1alpha1.DistributedLock) {
-	labels := []string{dl.Namespace, dl.Name}
+// setLockMetrics publishes the status the controller observed for the
+// lock ns/name in the per-lock gauges (observed, even when its write is
+// deferred).
+func setLockMetrics(ns, name string, st *v1alpha1.DistributedLockStatus) {
+	labels := []string{ns, name}
 	ready, held, since := 0.0, 0.0, 0.0
-	if readyStatus(dl.Status.Conditions) == "True" {
+	if readyStatus(st.Conditions) == "True" {
 		ready = 1
 	}
-	if h := dl.Status.Holder; h != nil {
+	if h := st.Holder; h != nil {
 		held, since = 1, float64(h.Since.Unix())
 	}
 	lockReady.WithLabelValues(labels...).Set(ready)
 	lockHeld.WithLabelValues(labels...).Set(held)
-	lockFenceHighWater.WithLabelValues(labels...).Set(float64(dl.Status.FenceHighWater))
+	lockFenceHighWater.WithLabelValues(labels...).Set(float64(st.FenceHighWater))
 	lockHolderSince.WithLabelValues(labels...).Set(since)
 }
 

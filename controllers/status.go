@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -225,4 +226,24 @@ func readyStatus(conds []metav1.Condition) string {
 		return string(c.Status)
 	}
 	return ""
+}
+
+// statusUrgent reports whether next differs from prev in more than what
+// busy locks change all the time (the holder, fenceHighWater, condition
+// messages): a condition's status or reason, the generation observed, what
+// pods connect to, or a fence floor this round raised. Those are written
+// at once; the rest at most once per probe interval (DESIGN §10.1).
+func statusUrgent(prev, next *v1alpha1.DistributedLockStatus, rd *round) bool {
+	if len(rd.raised) > 0 {
+		return true
+	}
+	strip := func(s *v1alpha1.DistributedLockStatus) *v1alpha1.DistributedLockStatus {
+		c := s.DeepCopy()
+		c.Holder, c.FenceHighWater = nil, 0
+		for i := range c.Conditions {
+			c.Conditions[i].Message = ""
+		}
+		return c
+	}
+	return !equality.Semantic.DeepEqual(strip(prev), strip(next))
 }
