@@ -110,6 +110,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache: cache.Options{
+			DefaultTransform:  CacheTransform(),
 			DefaultNamespaces: namespaces,
 			// ClusterLockStores are cluster-scoped, so every test's manager
 			// would reconcile every test's stores (and prune their tenant

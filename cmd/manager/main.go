@@ -118,7 +118,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cacheOpts := cache.Options{}
+	cacheOpts := cache.Options{DefaultTransform: controllers.CacheTransform()}
 	if ns := splitNamespaces(f.watchNamespaces); len(ns) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, n := range ns {
