@@ -126,6 +126,7 @@ func (r *DistributedLockReconciler) guardInForce(ctx context.Context, rd *round,
 			}
 			inForce = applied
 		}
+		r.guardReplicasOf(ctx, rd, m, inForce)
 	}
 	if !inForce.AtLeast(want) {
 		msg := fmt.Sprintf("%s has %s, weaker than the requested %s", m.addr, inForce, want)
@@ -191,12 +192,20 @@ func (v *guardVerdict) result(want redisprobe.ReplicaSettings, waitFor int, mast
 	return result(metav1.ConditionTrue, v1alpha1.ReasonGuardApplied, fmt.Sprintf("%s in force on %s", want, masters))
 }
 
-// applyGuard sets eff on m unless that would loosen the server's settings
-// before every lock has been reconciled once since the controller started
-// (another lock could want the stricter value), then verifies it with
-// CONFIG GET. It returns the settings in force.
+// applyGuard sets eff on m, then verifies it with CONFIG GET, and returns
+// the settings in force. It never lowers a setting this controller did not
+// set itself (an operator's stricter value stays: eff is raised to it), nor
+// one it did set before every lock has been reconciled once since it
+// started (another lock could want the stricter value).
 func (r *DistributedLockReconciler) applyGuard(ctx context.Context, rd *round, m *endpoint, cur, eff redisprobe.ReplicaSettings) (redisprobe.ReplicaSettings, error) {
 	log := logf.FromContext(ctx)
+	srv := guardServer{creds: rd.creds.servers.Fingerprint(), runID: m.info.RunID}
+	if cur.Enforced() && !r.guards.appliedHere(srv, cur) {
+		eff = eff.Stricter(cur) // a guard someone else set: only ever raised
+	}
+	if eff == cur {
+		return cur, nil
+	}
 	if cur.AtLeast(eff) && !r.mayLoosen(ctx) {
 		log.V(1).Info("leaving stricter replica settings until every lock was seen", "server", m.addr, "current", cur.String(), "wanted", eff.String())
 		return cur, nil
@@ -212,6 +221,7 @@ func (r *DistributedLockReconciler) applyGuard(ctx context.Context, rd *round, m
 	if cfg.Replica != eff {
 		return cfg.Replica, fmt.Errorf("%w: CONFIG SET %s did not stick: CONFIG GET reads %s", redisprobe.ErrConfigUnavailable, eff, cfg.Replica)
 	}
+	r.guards.recordApplied(srv, eff)
 	replicaSettingsApplied.Inc()
 	log.Info("applied replica settings", "server", m.addr, "was", cur.String(), "now", eff.String())
 	r.recorder.Eventf(rd.store.owner, nil, corev1.EventTypeNormal, v1alpha1.ReasonGuardApplied, "ApplyReplicaSettings",
@@ -304,6 +314,9 @@ type guardRegistry struct {
 	mu    sync.Mutex
 	wants map[string]guardWish
 	seen  map[string]bool
+	// applied is what this controller process last set on each server:
+	// the only settings it may lower.
+	applied map[guardServer]redisprobe.ReplicaSettings
 }
 
 // guardServer is one server as one set of credentials sees it.
@@ -320,7 +333,7 @@ type guardWish struct {
 }
 
 func newGuardRegistry() *guardRegistry {
-	return &guardRegistry{wants: map[string]guardWish{}, seen: map[string]bool{}}
+	return &guardRegistry{wants: map[string]guardWish{}, seen: map[string]bool{}, applied: map[guardServer]redisprobe.ReplicaSettings{}}
 }
 
 func (g *guardRegistry) set(requester string, w guardWish) {
@@ -419,4 +432,56 @@ func (g *guardRegistry) allSeen(all []string) bool {
 		}
 	}
 	return true
+}
+
+// appliedHere reports whether s is what this controller last set on srv.
+func (g *guardRegistry) appliedHere(srv guardServer, s redisprobe.ReplicaSettings) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a, ok := g.applied[srv]
+	return ok && a == s
+}
+
+func (g *guardRegistry) recordApplied(srv guardServer, s redisprobe.ReplicaSettings) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.applied[srv] = s
+}
+
+// guardReplicasOf sets the master m's settings on its replicas that the
+// round reached (those sharing its replication ID), so that a replica
+// promoted by a failover enforces the guard from its first write, before
+// the next reconcile finds it master. A replica's stricter settings that
+// this controller did not set stay. Failures are logged: the master's
+// guard, which is what holds now, is unaffected.
+func (r *DistributedLockReconciler) guardReplicasOf(ctx context.Context, rd *round, m *endpoint, inForce redisprobe.ReplicaSettings) {
+	if !inForce.Enforced() {
+		return
+	}
+	log := logf.FromContext(ctx)
+	for _, e := range rd.endpoints {
+		if e == m || !e.reachable() || e.info.Role != redisprobe.RoleReplica || e.info.ReplID != m.info.ReplID {
+			continue
+		}
+		cfg, err := readConfig(ctx, e)
+		if err != nil {
+			log.V(1).Info("cannot read a replica's settings", "replica", e.addr, "error", redisprobe.StatusText(err))
+			continue
+		}
+		srv := guardServer{creds: rd.creds.servers.Fingerprint(), runID: e.info.RunID}
+		want := inForce
+		if cfg.Replica.Enforced() && !r.guards.appliedHere(srv, cfg.Replica) {
+			want = want.Stricter(cfg.Replica)
+		}
+		if cfg.Replica == want {
+			continue
+		}
+		if err := redisprobe.ApplyReplicaSettings(ctx, e.client, want); err != nil {
+			log.V(1).Info("cannot guard a replica", "replica", e.addr, "error", redisprobe.StatusText(err))
+			continue
+		}
+		e.config.Replica = want
+		r.guards.recordApplied(srv, want)
+		log.Info("applied replica settings to a replica", "replica", e.addr, "master", m.addr, "now", want.String())
+	}
 }
