@@ -65,6 +65,9 @@ type harnessOptions struct {
 	// (tenants of a ClusterLockStore, an attacker's namespace); h.extra
 	// names them.
 	namespaces int
+	// startLater leaves the manager stopped until h.start (resources
+	// created before the manager starts).
+	startLater bool
 }
 
 // harness is a manager running the DistributedLock controller in-process
@@ -82,6 +85,9 @@ type harness struct {
 
 	mu         sync.Mutex
 	reconciles map[string]*atomic.Int64
+	// start starts the manager (once; newHarness calls it unless
+	// startLater).
+	start func()
 }
 
 func newHarness(t testing.TB, o harnessOptions) *harness {
@@ -144,9 +150,14 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		t.Fatalf("setting up the controller: %v", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	var started sync.Once
+	h.start = func() { started.Do(func() { go func() { done <- mgr.Start(ctx) }() }) }
+	if !o.startLater {
+		h.start()
+	}
 	t.Cleanup(func() {
 		cancel()
+		h.start() // so that done is sent (the context is cancelled already)
 		select {
 		case err := <-done:
 			if err != nil {

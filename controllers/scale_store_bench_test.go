@@ -1,0 +1,183 @@
+/*
+Copyright 2026 The redlease Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/redistest"
+)
+
+// BenchmarkTenThousandLocksOnOneStore measures the controller the way a
+// platform team runs it: 10,000 DistributedLocks on one LockStore, all
+// created before the manager starts, the default probe interval (10s)
+// and concurrency (4). It reports the time from the manager's start until
+// all are Ready, then over a steady window the process's CPU (the
+// manager; the benchmark's own polling is idle then), its resident
+// memory, the connections the store's server sees, and the status writes
+// per second. It asserts nothing about speed; it fails only if the locks
+// never become Ready.
+//
+//	go test -run '^$' -bench TenThousandLocksOnOneStore -benchtime 1x -timeout 20m ./controllers/
+func BenchmarkTenThousandLocksOnOneStore(b *testing.B) {
+	locks := 10000
+	if n, err := strconv.Atoi(os.Getenv("REDLEASE_SCALE_LOCKS")); err == nil && n > 0 {
+		locks = n
+	}
+	const steady = 30 * time.Second
+	for b.Loop() {
+		srv := redistest.StartStandalone(b)
+		h := newHarness(b, harnessOptions{probeInterval: DefaultProbeInterval, concurrency: 4, startLater: true})
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		ls := &v1alpha1.LockStore{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "shared"},
+			Spec: v1alpha1.LockStoreSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}}}
+		if err := h.c.Create(ctx, ls); err != nil {
+			b.Fatal(err)
+		}
+		createStart := time.Now()
+		createLocks(ctx, b, h, locks, ls.Name)
+		created := time.Since(createStart)
+
+		start := time.Now()
+		h.start()
+		waitAllReady(ctx, b, h, locks)
+		allReady := time.Since(start)
+
+		writes := countStatusWrites(ctx, b, h)
+		cpuBefore, wallBefore := processCPU(b), time.Now()
+		writesBefore := writes.Load()
+		time.Sleep(steady)
+		cpu := (processCPU(b) - cpuBefore).Seconds() / time.Since(wallBefore).Seconds()
+		writeRate := float64(writes.Load()-writesBefore) / steady.Seconds()
+		rss := residentMiB(b)
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+		info, err := c.Info(ctx, "clients").Result()
+		_ = c.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		conns := parseField(info, "connected_clients") - 1 // minus this INFO's own connection
+
+		b.ReportMetric(created.Seconds(), "s-to-create")
+		b.ReportMetric(allReady.Seconds(), "s-start-to-all-ready")
+		b.ReportMetric(cpu, "cores-steady")
+		b.ReportMetric(rss, "MiB-rss")
+		b.ReportMetric(float64(conns), "conns/server")
+		b.ReportMetric(writeRate, "status-writes/s-idle")
+		b.Logf("%d locks on one LockStore: created in %v; manager start to all Ready %v; steady: %.3f cores, %.0f MiB resident, %d Redis connections, %.2f status writes/s; %d reconciles in all",
+			locks, created.Round(time.Second), allReady.Round(100*time.Millisecond), cpu, rss, conns, writeRate, h.totalReconciles())
+	}
+}
+
+// createLocks creates n locks on store in h.ns, eight at a time.
+func createLocks(ctx context.Context, b *testing.B, h *harness, n int, store string) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				dl := &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: fmt.Sprintf("lock-%05d", i)},
+					Spec: onStore(v1alpha1.StoreKindLockStore, store, "")}
+				if err := h.c.Create(ctx, dl); err != nil {
+					b.Errorf("creating %s: %v", dl.Name, err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// waitAllReady lists h.ns's locks every second until n are Ready.
+func waitAllReady(ctx context.Context, b *testing.B, h *harness, n int) {
+	for {
+		var list v1alpha1.DistributedLockList
+		if err := h.c.List(ctx, &list, client.InNamespace(h.ns)); err != nil {
+			b.Fatal(err)
+		}
+		ready := 0
+		for i := range list.Items {
+			if isReady(&list.Items[i]) == nil {
+				ready++
+			}
+		}
+		if ready >= n {
+			return
+		}
+		if ctx.Err() != nil {
+			b.Fatalf("only %d of %d locks Ready", ready, n)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// countStatusWrites counts MODIFIED events of h.ns's locks from now on.
+func countStatusWrites(ctx context.Context, b *testing.B, h *harness) *atomic.Int64 {
+	wc, err := client.NewWithWatch(h.env.Config, client.Options{Scheme: h.env.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &v1alpha1.DistributedLockList{}, client.InNamespace(h.ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(w.Stop)
+	var n atomic.Int64
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Modified {
+				n.Add(1)
+			}
+		}
+	}()
+	return &n
+}
+
+// processCPU is the user and system CPU this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// residentMiB is this process's resident memory (VmRSS), or the Go heap
+// in use where /proc is not there.
+func residentMiB(b *testing.B) float64 {
+	if data, err := os.ReadFile("/proc/self/status"); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+				return float64(kb) / 1024
+			}
+		}
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	b.Logf("no /proc/self/status: reporting the Go heap in use")
+	return float64(m.HeapInuse) / (1 << 20)
+}
