@@ -8,12 +8,10 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/redlease/redlease/api/v1alpha1"
@@ -40,23 +38,7 @@ func TestBusyLockStatusWritesAreBounded(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), window)
 	defer cancel()
-	wc, err := client.NewWithWatch(h.env.Config, client.Options{Scheme: h.env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(ctx, &v1alpha1.DistributedLockList{}, client.InNamespace(h.ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	var writes atomic.Int64
-	go func() {
-		for ev := range w.ResultChan() {
-			if o, ok := ev.Object.(*v1alpha1.DistributedLock); ok && ev.Type == watch.Modified && o.Name == "busy" {
-				writes.Add(1)
-			}
-		}
-	}()
+	writes := countStatusWrites(ctx, t, h) // the namespace holds only this lock
 	lockers := []*lock.Locker{
 		newLocker(t, srv.Client(t), lock.WithIdentity("busy-a")),
 		newLocker(t, srv.Client(t), lock.WithIdentity("busy-b")),

@@ -2,15 +2,12 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/redlease/redlease/api/v1alpha1"
@@ -38,26 +35,7 @@ func BenchmarkThousandLocks(b *testing.B) {
 		defer cancel()
 
 		start := time.Now()
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range 8 {
-			wg.Go(func() {
-				for i := range next {
-					dl := &v1alpha1.DistributedLock{
-						ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: fmt.Sprintf("lock-%04d", i)},
-						Spec:       standaloneSpec(nodes[i%servers].Addr()),
-					}
-					if err := h.c.Create(ctx, dl); err != nil {
-						b.Errorf("creating %s: %v", dl.Name, err)
-					}
-				}
-			})
-		}
-		for i := range locks {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
+		createLocks(ctx, b, h, locks, func(i int) v1alpha1.DistributedLockSpec { return standaloneSpec(nodes[i%servers].Addr()) })
 		created := time.Since(start)
 
 		ready := 0

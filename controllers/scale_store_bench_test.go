@@ -55,7 +55,9 @@ func BenchmarkTenThousandLocksOnOneStore(b *testing.B) {
 			b.Fatal(err)
 		}
 		createStart := time.Now()
-		createLocks(ctx, b, h, locks, ls.Name)
+		createLocks(ctx, b, h, locks, func(int) v1alpha1.DistributedLockSpec {
+			return onStore(v1alpha1.StoreKindLockStore, ls.Name, "")
+		})
 		created := time.Since(createStart)
 
 		start := time.Now()
@@ -89,15 +91,16 @@ func BenchmarkTenThousandLocksOnOneStore(b *testing.B) {
 	}
 }
 
-// createLocks creates n locks on store in h.ns, eight at a time.
-func createLocks(ctx context.Context, b *testing.B, h *harness, n int, store string) {
+// createLocks creates n locks lock-00000… in h.ns, the i-th with spec(i),
+// eight at a time.
+func createLocks(ctx context.Context, b *testing.B, h *harness, n int, spec func(i int) v1alpha1.DistributedLockSpec) {
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range 8 {
 		wg.Go(func() {
 			for i := range next {
 				dl := &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: fmt.Sprintf("lock-%05d", i)},
-					Spec: onStore(v1alpha1.StoreKindLockStore, store, "")}
+					Spec: spec(i)}
 				if err := h.c.Create(ctx, dl); err != nil {
 					b.Errorf("creating %s: %v", dl.Name, err)
 				}
@@ -134,8 +137,9 @@ func waitAllReady(ctx context.Context, b *testing.B, h *harness, n int) {
 	}
 }
 
-// countStatusWrites counts MODIFIED events of h.ns's locks from now on.
-func countStatusWrites(ctx context.Context, b *testing.B, h *harness) *atomic.Int64 {
+// countStatusWrites counts MODIFIED events of h.ns's locks from now on,
+// until ctx ends.
+func countStatusWrites(ctx context.Context, b testing.TB, h *harness) *atomic.Int64 {
 	wc, err := client.NewWithWatch(h.env.Config, client.Options{Scheme: h.env.Scheme})
 	if err != nil {
 		b.Fatal(err)
