@@ -309,16 +309,16 @@ type lockState struct {
 
 // writeDue reports whether a status change that is not urgent may be
 // written now: at most one such write per interval.
-func (s *lockState) writeDue(now time.Time, interval time.Duration) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return now.Sub(s.lastWrite) >= interval
+func (st *lockState) writeDue(now time.Time, interval time.Duration) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return now.Sub(st.lastWrite) >= interval
 }
 
-func (s *lockState) wrote(now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lastWrite = now
+func (st *lockState) wrote(now time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.lastWrite = now
 }
 
 func newStateStore() *stateStore {

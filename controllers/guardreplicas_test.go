@@ -34,7 +34,7 @@ func TestGuardReachesReplicas(t *testing.T) {
 		h.eventually("min-replicas-to-write "+want+" everywhere", func() error {
 			for _, s := range servers {
 				if tw, lag, err := replicaSettings(ctx, s.Client(t)); err != nil || tw != want || lag != "7" {
-					return fmt.Errorf("%s: min-replicas-to-write %q, min-replicas-max-lag %q (%v)", s.Addr(), tw, lag, err)
+					return fmt.Errorf("%s: min-replicas-to-write %q, min-replicas-max-lag %q (%w)", s.Addr(), tw, lag, err)
 				}
 			}
 			return nil
@@ -90,7 +90,7 @@ func TestGuardNeverLowersSettingsItDidNotSet(t *testing.T) {
 	})
 	h.consistently("the owner's stricter guard kept", 4*time.Second, func() error {
 		if tw, lag, err := replicaSettings(ctx, admin); err != nil || tw != "2" || lag != "5" {
-			return fmt.Errorf("master has min-replicas-to-write %q, min-replicas-max-lag %q (%v); want the owner's 2 and 5", tw, lag, err)
+			return fmt.Errorf("master has min-replicas-to-write %q, min-replicas-max-lag %q (%w); want the owner's 2 and 5", tw, lag, err)
 		}
 		return nil
 	})
