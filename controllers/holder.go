@@ -92,9 +92,9 @@ func (r *DistributedLockReconciler) readHolders(ctx context.Context, rd *round, 
 	notBefore := r.now().Add(-r.snapshotMaxAge())
 	var wg sync.WaitGroup
 	for i, e := range sources {
-		if sr, ok := r.snapshots.get(rd.store, e.addr, rd.key, notBefore); ok {
+		if h, ok := r.snapshots.get(rd.store, e.addr, rd.key, notBefore); ok {
 			holderReads.WithLabelValues("batch").Inc()
-			reads[i] = holderRead{e: e, h: sr.h, err: sr.err}
+			reads[i] = holderRead{e: e, h: h}
 			continue
 		}
 		holderReads.WithLabelValues("direct").Inc()

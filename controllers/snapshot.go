@@ -38,17 +38,14 @@ type holderSnapshots struct {
 type holderSnapshot struct {
 	// uid is the store incarnation that read: a store re-created under
 	// the same name does not serve its predecessor's reads.
-	uid   types.UID
-	at    time.Time
-	reads map[serverKey]snapshotRead
+	uid types.UID
+	at  time.Time
+	// reads are the keys read successfully; a key whose read failed is
+	// absent, and its lock reads for itself.
+	reads map[serverKey]protocol.Holder
 }
 
 type serverKey struct{ addr, key string }
-
-type snapshotRead struct {
-	h   protocol.Holder
-	err error
-}
 
 func newHolderSnapshots() *holderSnapshots {
 	return &holderSnapshots{byStore: map[string]*holderSnapshot{}}
@@ -63,15 +60,15 @@ func (s *holderSnapshots) put(store string, snap *holderSnapshot) {
 
 // get returns what the snapshot of st says of key on addr, when st's
 // incarnation took it at notBefore or later.
-func (s *holderSnapshots) get(st *storeSpec, addr, key string, notBefore time.Time) (snapshotRead, bool) {
+func (s *holderSnapshots) get(st *storeSpec, addr, key string, notBefore time.Time) (protocol.Holder, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap := s.byStore[st.requester()]
 	if snap == nil || snap.uid != st.uid || snap.at.Before(notBefore) {
-		return snapshotRead{}, false
+		return protocol.Holder{}, false
 	}
-	r, ok := snap.reads[serverKey{addr, key}]
-	return r, ok
+	h, ok := snap.reads[serverKey{addr, key}]
+	return h, ok
 }
 
 func (s *holderSnapshots) forget(store string) {
@@ -99,7 +96,7 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 		logf.FromContext(ctx).Error(err, "listing the locks on the store")
 		return
 	}
-	snap := &holderSnapshot{uid: so.spec.uid, at: s.now(), reads: map[serverKey]snapshotRead{}}
+	snap := &holderSnapshot{uid: so.spec.uid, at: s.now(), reads: map[serverKey]protocol.Holder{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for addr, keys := range keysByServer {
@@ -113,7 +110,9 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 				holders, errs := protocol.ReadHolders(ctx, c, chunk)
 				mu.Lock()
 				for i, key := range chunk {
-					snap.reads[serverKey{addr, key}] = snapshotRead{holders[i], errs[i]}
+					if errs[i] == nil {
+						snap.reads[serverKey{addr, key}] = holders[i]
+					}
 				}
 				mu.Unlock()
 			}
