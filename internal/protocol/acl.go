@@ -36,13 +36,14 @@ type ACLOptions struct {
 // fails when a script starts using a command missing here; the ACL tests of
 // internal/redisacl run the library's whole lifecycle as a tenant. HELLO
 // and AUTH need no rule: Redis never checks no-auth commands against a
-// user's ACL. EXISTS, which DESIGN §10.1 lists, is not here: nothing
-// sends it.
+// user's ACL.
 var tenantCommands = []string{
 	// Scripts: go-redis sends EVALSHA and falls back to EVAL on NOSCRIPT.
 	"eval", "evalsha",
 	// Run by the scripts; GET and PTTL are also Inspect's reads.
-	"get", "set", "del", "incr", "time", "pexpire", "pttl", "publish",
+	"get", "set", "del", "exists", "incr", "decr", "time", "pexpire", "pttl", "publish",
+	// The waiting line (protocol 2), run by the acquire and release scripts.
+	"zadd", "zrem", "zrange", "zscore",
 	// WithReplicaAck; the PING before an ambiguous attempt is given back,
 	// and on idle subscriptions.
 	"wait", "ping",

@@ -56,7 +56,8 @@ func TestTenantACLRules(t *testing.T) {
 		"resetkeys", "~team-a/*", "~{team-a/*",
 		"resetchannels", "&{team-a/*", "&team-a/*",
 		"-@all",
-		"+eval", "+evalsha", "+get", "+set", "+del", "+incr", "+time", "+pexpire", "+pttl", "+publish",
+		"+eval", "+evalsha", "+get", "+set", "+del", "+exists", "+incr", "+decr", "+time", "+pexpire", "+pttl", "+publish",
+		"+zadd", "+zrem", "+zrange", "+zscore",
 		"+wait", "+ping", "+subscribe", "+unsubscribe", "+multi", "+exec", "+hget", "+hset", "+hmget",
 	}
 	tests := []struct {
@@ -117,7 +118,7 @@ func TestTenantPatternsCoverDerivedNames(t *testing.T) {
 		{"team-a", false},
 	}
 	for _, tt := range tests {
-		for _, name := range []string{tt.key, protocol.FenceKey(tt.key)} {
+		for _, name := range []string{tt.key, protocol.FenceKey(tt.key), protocol.LineKey(tt.key), protocol.LineDeadlinesKey(tt.key)} {
 			if got := matches(keyPrefixes, name); got != tt.ours {
 				t.Errorf("key %q: allowed %v, want %v", name, got, tt.ours)
 			}

@@ -6,26 +6,31 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // The scripts are the Redis half of the protocol. go-redis runs them with
-// EVALSHA and falls back to EVAL once per server.
+// EVALSHA and falls back to EVAL once per server. Redis scripts cannot call
+// one another, so the pieces two scripts share (the fence, the waiting
+// line) are Lua functions prepended to each: one definition, two scripts.
 var (
+	//go:embed lua/fence.lua
+	fenceSrc string
+	//go:embed lua/line.lua
+	lineSrc string
+
 	//go:embed lua/acquire.lua
 	acquireSrc string
-	// AcquireScript: KEYS lock key, fence counter, events channel; ARGV
-	// value, ttl (ms), "1" to increment the fence, identity. Replies {1,
-	// fence} when acquired, {0, pttl} when held, or an error with the lock
-	// key not set.
-	AcquireScript = redis.NewScript(acquireSrc)
+	// AcquireScript: KEYS AcquireKeys; ARGV AcquireArgs.argv. Replies {1,
+	// fence} when acquired, {0, pttl} when not, or an error with the lock
+	// key not taken.
+	AcquireScript = redis.NewScript(fenceSrc + lineSrc + acquireSrc)
 
 	//go:embed lua/release.lua
-	releaseSrc string
-	// ReleaseScript: KEYS lock key, events channel; ARGV value. Replies 1
-	// when released, 0 when the key was no longer ours.
-	ReleaseScript = redis.NewScript(releaseSrc)
+	releaseSrc    string
+	releaseScript = redis.NewScript(lineSrc + releaseSrc)
 
 	//go:embed lua/renew.lua
 	renewSrc string
@@ -38,13 +43,65 @@ var (
 	raiseFenceScript = redis.NewScript(raiseFenceSrc)
 )
 
-// AcquireKeys are the KEYS of AcquireScript for lock key.
-func AcquireKeys(key string) []string { return []string{key, FenceKey(key), EventsChannel(key)} }
+// HandoffWindow bounds how long a released key waits for the waiter it was
+// handed to (at most the lock's TTL): a waiter that died at the head of the
+// line costs the others this long, and a live one confirms in a round trip.
+const HandoffWindow = time.Second
 
-// Release deletes key if it still holds value and announces it; false when
-// the key was no longer ours.
-func Release(ctx context.Context, c redis.Scripter, key, value string) (bool, error) {
-	n, err := ReleaseScript.Run(ctx, c, []string{key, EventsChannel(key)}, value).Int64()
+// AcquireKeys are the KEYS of AcquireScript for lock key.
+func AcquireKeys(key string) []string {
+	return []string{key, FenceKey(key), EventsChannel(key), LineKey(key), LineDeadlinesKey(key)}
+}
+
+// AcquireArgs are one acquisition attempt's arguments.
+type AcquireArgs struct {
+	Value    string
+	TTL      time.Duration
+	Fencing  bool
+	Identity string
+	// Announce publishes "acquired <identity>" (pkg/election's observers
+	// listen for it).
+	Announce bool
+	// Place, when positive, queues a failed attempt in the key's waiting
+	// line (or keeps its place) for that long; a waiter keeps its place by
+	// trying again within it.
+	Place time.Duration
+	// Queued says Value may be in the line already: the key may have been
+	// handed to it, and taking the key must leave the line.
+	Queued bool
+	// FIFO gives a free key to the head of the line rather than to the
+	// caller; Window is then how long it waits for the head (see
+	// HandoffWindow).
+	FIFO   bool
+	Window time.Duration
+}
+
+// Argv is the ARGV of AcquireScript.
+func (a AcquireArgs) Argv() []any {
+	return []any{a.Value, Millis(a.TTL), flag(a.Fencing), a.Identity, flag(a.Announce),
+		Millis(a.Place), flag(a.Queued), flag(a.FIFO), Millis(a.Window)}
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// Millis rounds d up to whole milliseconds, so a sub-millisecond remainder
+// never becomes PX 0.
+func Millis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// Release deletes key if it still holds value and hands it to the first
+// waiter in line (who has window to confirm), or announces it free; a
+// value that does not hold the key leaves the line. False when the key was
+// not ours.
+func Release(ctx context.Context, c redis.Scripter, key, value string, window time.Duration) (bool, error) {
+	keys := []string{key, EventsChannel(key), LineKey(key), LineDeadlinesKey(key)}
+	n, err := releaseScript.Run(ctx, c, keys, value, Millis(window)).Int64()
 	if err != nil {
 		return false, fmt.Errorf("release %q: %w", key, err)
 	}

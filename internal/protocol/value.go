@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"crypto/rand"
+	"crypto/sha1"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -66,4 +67,13 @@ func IdentityFromValue(value string) string {
 		return ""
 	}
 	return value[:i]
+}
+
+// ValueDigest is how a hand-off names the waiter it chose on the events
+// channel ("granted <digest>"): the SHA-1 of its value in lowercase hex, as
+// the release script's redis.sha1hex computes it. The value itself is the
+// ownership proof and is never published.
+func ValueDigest(value string) string {
+	sum := sha1.Sum([]byte(value)) //nolint:gosec // G401: a name for a 160-bit random value, not a security boundary
+	return hex.EncodeToString(sum[:])
 }

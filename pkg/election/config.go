@@ -157,6 +157,8 @@ func (c *Config) complete() ([]lock.Option, error) {
 		lock.WithRenewInterval(c.RenewInterval),
 		lock.WithoutWatchdog(),
 		lock.WithIdentity(c.Identity),
+		// The observers follow the leader from these messages.
+		lock.WithAcquiredMessages(),
 		// Run logs what matters itself. The Locker logs nothing, because the
 		// lease of a leader that steps down without releasing lives on until
 		// its deadline, after Run returned.

@@ -81,6 +81,10 @@ func (o *observer) message(ctx context.Context, payload string) {
 	case payload == "released":
 		o.free()
 	}
+	// "granted <digest>" (a release handed the key to a waiting candidate)
+	// needs nothing: the candidate's confirmation says "acquired", and a
+	// candidate that died with the key lets it expire, which the expiry
+	// timer sees.
 }
 
 // refresh reads the holder and its PTTL in one transaction and arms the

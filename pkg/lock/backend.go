@@ -10,7 +10,7 @@ import (
 // backend is one topology's half of the protocol: a single Redis (standalone,
 // failover or cluster client) or a Redlock set of independent nodes.
 type backend interface {
-	acquire(ctx context.Context, key, value string, ttl time.Duration) (attempt, error)
+	acquire(ctx context.Context, key string, c claim) (attempt, error)
 	// renew extends the key if it is still ours; false when it is not.
 	renew(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
 	// release deletes the key if it is still ours; false when it was not.
@@ -21,6 +21,24 @@ type backend interface {
 	inspect(ctx context.Context, key string) (Holding, error)
 	// close waits (bounded by ctx) for requests still in flight.
 	close(ctx context.Context)
+	// waitingLine reports whether failed attempts queue in a Redis-side
+	// waiting line whose releases hand the key to its head (protocol 2).
+	waitingLine() bool
+	// leave gives up value's claim on key in the background: its place in
+	// the line, and the key if it was handed to value.
+	leave(key, value string)
+}
+
+// claim is one acquisition attempt.
+type claim struct {
+	value string
+	ttl   time.Duration
+	// place, when positive, queues a failed attempt in the key's waiting
+	// line for that long (backends with a waiting line).
+	place time.Duration
+	// queued says value may have a place in the line (and may have been
+	// handed the key).
+	queued bool
 }
 
 // attempt is the server's answer to one acquisition attempt.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/internal/backoff"
 	"github.com/redlease/redlease/internal/protocol"
 )
 
@@ -19,14 +20,21 @@ import (
 const subscriptionLinger = 30 * time.Second
 
 // events is a Locker's one shared subscription (one per node for Redlock,
-// where any node's message counts). Waiters for a key register here; each
-// "released" message on the key's channel wakes the oldest local waiter
-// (FIFO), so a release does not stampede every goroutine of the process at
-// Redis. Messages are hints: a waiter also sleeps until the holder's TTL
-// runs out, so a lost message costs latency, never progress.
+// where any node's message counts). Waiters for a key register here. A
+// "granted <digest>" message (a release handed the key to the waiter whose
+// value has that digest) wakes that waiter only, whichever process it is
+// in; a "released" message (no line, or a protocol-1 client) wakes the
+// oldest local waiter (FIFO), so a release does not stampede every
+// goroutine of the process at Redis. Messages are hints: a waiter also
+// sleeps until the holder's TTL runs out, so a lost message costs latency,
+// never progress.
 type events struct {
 	clients []redis.UniversalClient
 	clock   Clock
+	// window is the hand-off window: a key handed to a waiter of another
+	// process that says nothing more within it (the waiter may have died)
+	// wakes this process's oldest waiter to look.
+	window time.Duration
 
 	mu       sync.Mutex
 	subs     []*redis.PubSub // one per client, created with the first waiter
@@ -42,16 +50,25 @@ type channelWaiters struct {
 	// confirmedBy holds the subscriptions (by index in events.subs) that
 	// confirmed the channel: one confirming again has reconnected.
 	confirmedBy map[int]bool
-	// releases counts "released" messages seen, so a waiter can tell
-	// whether one arrived between its failed attempt and its registration.
+	// releases counts "released" and "granted" messages seen, so a waiter
+	// can tell whether one arrived between its failed attempt and its
+	// registration.
 	releases uint64
 	queue    []*waiter
+	// byDigest finds the waiter a "granted" message names.
+	byDigest map[string]*waiter
 	idle     Timer // unsubscribes after subscriptionLinger without waiters
+	// unconfirmed fires when a key handed to another process's waiter
+	// was followed by no other message within the hand-off window.
+	unconfirmed Timer
 }
 
 // waiter is one Acquire call waiting for a key.
 type waiter struct {
-	ch   string
+	ch string
+	// digest names the waiter's value in "granted" messages; "" when the
+	// backend has no waiting line.
+	digest string
 	wake chan struct{} // buffered 1: a pending wake is never lost
 	// ready is closed once the subscription is confirmed: from then on no
 	// release can slip by unnoticed.
@@ -74,13 +91,14 @@ func (w *waiter) spent() {
 	}
 }
 
-func newEvents(clients []redis.UniversalClient, clock Clock) *events {
-	return &events{clients: clients, clock: clock, channels: map[string]*channelWaiters{}}
+func newEvents(clients []redis.UniversalClient, clock Clock, window time.Duration) *events {
+	return &events{clients: clients, clock: clock, window: window, channels: map[string]*channelWaiters{}}
 }
 
 // wait registers a waiter for key's channel, subscribing if needed. seen is
-// what join returned before the caller's failed attempt.
-func (e *events) wait(ctx context.Context, key string, seen uint64) (*waiter, error) {
+// what join returned before the caller's failed attempt; value is the
+// waiter's claim, named by "granted" messages when line is true.
+func (e *events) wait(ctx context.Context, key string, seen uint64, value string, line bool) (*waiter, error) {
 	ch := protocol.EventsChannel(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -98,7 +116,7 @@ func (e *events) wait(ctx context.Context, key string, seen uint64) (*waiter, er
 	}
 	cw := e.channels[ch]
 	if cw == nil {
-		cw = &channelWaiters{ready: make(chan struct{}), confirmedBy: map[int]bool{}}
+		cw = &channelWaiters{ready: make(chan struct{}), confirmedBy: map[int]bool{}, byDigest: map[string]*waiter{}}
 		e.channels[ch] = cw
 		// Sent now, confirmed by the loop; a failure shows up there too.
 		for _, ps := range e.subs {
@@ -112,16 +130,36 @@ func (e *events) wait(ctx context.Context, key string, seen uint64) (*waiter, er
 	w := &waiter{ch: ch, wake: make(chan struct{}, 1), ready: cw.ready,
 		retry: !cw.confirmed || cw.releases != seen}
 	cw.queue = append(cw.queue, w)
+	if line {
+		w.digest = protocol.ValueDigest(value)
+		cw.byDigest[w.digest] = w
+	}
 	return w, nil
 }
 
+// rename gives w (nil: no waiter yet) the name of its new value.
+func (e *events) rename(w *waiter, value string) {
+	if w == nil || w.digest == "" {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if cw := e.channels[w.ch]; cw != nil {
+		delete(cw.byDigest, w.digest)
+		w.digest = protocol.ValueDigest(value)
+		cw.byDigest[w.digest] = w
+	}
+}
+
 // join queues a new Acquire behind this Locker's waiters for key, when
-// there are any on a confirmed subscription, so that a goroutine that just
-// released (or just arrived) does not barge ahead of goroutines already
-// woken or waiting: within a Locker, waiters take the lock in arrival order.
-// When nobody is waiting it returns nil and the number of "released"
-// messages seen so far, for wait to tell whether one slipped by.
-func (e *events) join(key string) (*waiter, uint64) {
+// queueLocally is set (a backend without a Redis-side line) and there are
+// any on a confirmed subscription, so that a goroutine that just released
+// (or just arrived) does not barge ahead of goroutines already woken or
+// waiting: within a Locker, waiters take the lock in arrival order. (With a
+// line, the line keeps that order across processes.) Otherwise it returns
+// nil and the number of messages seen so far, for wait to tell whether one
+// slipped by.
+func (e *events) join(key string, queueLocally bool) (*waiter, uint64) {
 	ch := protocol.EventsChannel(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -129,7 +167,7 @@ func (e *events) join(key string) (*waiter, uint64) {
 	if e.closed || cw == nil {
 		return nil, 0
 	}
-	if !cw.confirmed || len(cw.queue) == 0 {
+	if !queueLocally || !cw.confirmed || len(cw.queue) == 0 {
 		return nil, cw.releases
 	}
 	w := &waiter{ch: ch, wake: make(chan struct{}, 1), ready: cw.ready}
@@ -153,6 +191,9 @@ func (e *events) done(w *waiter, failed bool) {
 			cw.queue = append(cw.queue[:i], cw.queue[i+1:]...)
 			break
 		}
+	}
+	if w.digest != "" && cw.byDigest[w.digest] == w {
+		delete(cw.byDigest, w.digest)
 	}
 	select {
 	case <-w.wake:
@@ -214,8 +255,13 @@ func (e *events) loop(ctx context.Context, sub int, ps *redis.PubSub) {
 				e.confirm(sub, m.Channel)
 			}
 		case *redis.Message:
-			if strings.HasPrefix(m.Payload, "released") {
+			switch {
+			case strings.HasPrefix(m.Payload, "released"):
 				e.released(m.Channel)
+			case strings.HasPrefix(m.Payload, "granted "):
+				e.granted(m.Channel, strings.TrimPrefix(m.Payload, "granted "))
+			case strings.HasPrefix(m.Payload, "acquired "):
+				e.taken(m.Channel)
 			}
 		}
 	}
@@ -263,7 +309,61 @@ func (e *events) released(ch string) {
 	defer e.mu.Unlock()
 	if cw := e.channels[ch]; cw != nil {
 		cw.releases++
+		e.stopWatch(cw)
 		wakeOldest(cw)
+	}
+}
+
+// granted wakes the waiter a hand-off chose, when it is in this process.
+// A hand-off to another process is followed, when its waiter is alive, by
+// that waiter's confirmation ("acquired"); if nothing follows within the
+// hand-off window, the waiter may have died with the key, and the oldest
+// local waiter looks (one per process, not a herd per release).
+func (e *events) granted(ch, digest string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cw := e.channels[ch]
+	if cw == nil {
+		return
+	}
+	cw.releases++
+	e.stopWatch(cw)
+	if w := cw.byDigest[digest]; w != nil {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if len(cw.queue) > 0 && !e.closed {
+		d := e.window + backoff.Jitter(e.window/4)
+		cw.unconfirmed = e.clock.AfterFunc(d, func() { e.recheck(ch, cw) })
+	}
+}
+
+// taken notes that a key was taken: a hand-off to another process's waiter
+// was confirmed, so there is nothing to recheck.
+func (e *events) taken(ch string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if cw := e.channels[ch]; cw != nil {
+		e.stopWatch(cw)
+	}
+}
+
+// recheck wakes ch's oldest waiter after a hand-off nobody followed up.
+func (e *events) recheck(ch string, cw *channelWaiters) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.channels[ch] == cw {
+		wakeOldest(cw)
+	}
+}
+
+func (e *events) stopWatch(cw *channelWaiters) {
+	if cw.unconfirmed != nil {
+		cw.unconfirmed.Stop()
+		cw.unconfirmed = nil
 	}
 }
 
@@ -277,6 +377,7 @@ func (e *events) close() {
 		if cw.idle != nil {
 			cw.idle.Stop()
 		}
+		e.stopWatch(cw)
 	}
 	e.mu.Unlock()
 	if subs == nil {

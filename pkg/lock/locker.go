@@ -59,7 +59,7 @@ func newLocker(cfg config, b backend) (*Locker, error) {
 	return &Locker{
 		cfg:     cfg,
 		backend: b,
-		events:  newEvents(b.subscribers(), cfg.clock),
+		events:  newEvents(b.subscribers(), cfg.clock, cfg.handoffWindow()),
 		metrics: m,
 		leases:  map[*Lease]struct{}{},
 		closing: make(chan struct{}),
@@ -71,15 +71,23 @@ func newLocker(cfg config, b backend) (*Locker, error) {
 // remaining TTL. ctx bounds the attempt, never the lease.
 func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lease, error) {
 	start := l.cfg.clock.Now()
-	lease, err := l.try(ctx, key)
+	c, err := l.newClaim(key)
+	var lease *Lease
+	if err == nil {
+		lease, _, err = l.try(ctx, key, c)
+	}
 	l.metrics.observeAcquire(l.cfg.clock.Now().Sub(start), err)
 	return lease, err
 }
 
 // Acquire waits until it holds key, the Locker is closed, or ctx ends (the
 // error then matches ctx's error, and ErrNotAcquired when the key was held).
-// It does not poll: it wakes on the key's "released" message, or when the
-// holder's TTL has run out (with jitter), or after an error backoff.
+// It does not poll. A failed attempt takes a place in the key's waiting line
+// in Redis (New; see WithFIFO), and a release hands the key to the first
+// waiter and tells only that one; a waiter also wakes when the holder's TTL
+// has run out (with jitter), or after an error backoff. A waiter that gives
+// up leaves the line (and gives back a key handed to it). With NewRedlock
+// there is no line: a release wakes one waiter per Locker.
 // ctx bounds the wait only, never the lease.
 func (l *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
 	start := l.cfg.clock.Now()
@@ -93,25 +101,38 @@ func (l *Locker) acquire(ctx context.Context, key string) (lease *Lease, err err
 		retry   = backoff.Exponential{Min: l.cfg.backoffMin, Max: l.cfg.backoffMax}
 		lastErr error
 		warned  bool
+		line    = l.backend.waitingLine()
 	)
-	w, seen := l.events.join(key)
+	c, err := l.newClaim(key)
+	if err != nil {
+		return nil, err
+	}
+	if line {
+		c.place = l.cfg.place()
+	}
+	w, seen := l.events.join(key, !line)
 	defer func() {
 		if w != nil {
 			l.events.done(w, err != nil)
 		}
+		if err != nil && c.queued {
+			l.backend.leave(key, c.value) // its place, or the key if it was just handed to it
+		}
 	}()
 	if w != nil {
-		// Others in this process are already waiting: take a place in
-		// line. A release passes the lock down the line; if none comes
-		// within the backoff bound, try anyway.
+		// Others in this process are already waiting (a backend without a
+		// Redis-side line): take a place in line. A release passes the
+		// lock down the line; if none comes within the backoff bound, try
+		// anyway.
 		lastErr = &NotAcquiredError{Key: key, Reason: "queued behind this process's waiters"}
 		if err := l.sleep(ctx, w, l.cfg.backoffMax, lastErr); err != nil {
 			return nil, err
 		}
 	}
 	for {
-		lease, err := l.try(ctx, key)
+		lease, spent, err := l.try(ctx, key, c)
 		if err == nil {
+			c.queued = false // the acquire script took it out of the line
 			return lease, nil
 		}
 		var held *NotAcquiredError
@@ -119,7 +140,8 @@ func (l *Locker) acquire(ctx context.Context, key string) (lease *Lease, err err
 		switch {
 		case errors.As(err, &held) && held.HolderTTL >= 0:
 			w.spent() // someone else took the release this waiter was woken by
-			wait = held.HolderTTL + backoff.Jitter(l.cfg.backoffMin)
+			// At least every TTL, so that the waiter keeps its place.
+			wait = min(held.HolderTTL+backoff.Jitter(l.cfg.backoffMin), l.cfg.ttl)
 			retry.Reset()
 		case errors.As(err, &held):
 			// A key without TTL was not written by this library and may
@@ -137,12 +159,25 @@ func (l *Locker) acquire(ctx context.Context, key string) (lease *Lease, err err
 			return nil, err
 		}
 		lastErr = err
+		if spent {
+			// The value was given back (or may still reach the server):
+			// never try with it again.
+			if c.queued {
+				l.backend.leave(key, c.value)
+			}
+			if c, err = l.renewClaim(c); err != nil {
+				return nil, err
+			}
+			l.events.rename(w, c.value)
+		} else if held != nil && line {
+			c.queued = true // the failed attempt took (or kept) a place in line
+		}
 		if w == nil {
 			// Subscribe only once contended, so an uncontended Acquire costs
-			// one round trip. Retry at once when a release may have slipped
-			// by: before a new subscription was in force, or between the
-			// failed attempt and the registration.
-			if w, err = l.events.wait(ctx, key, seen); err != nil {
+			// one round trip. Retry at once when a release or hand-off may
+			// have slipped by: before a new subscription was in force, or
+			// between the failed attempt and the registration.
+			if w, err = l.events.wait(ctx, key, seen, c.value, line); err != nil {
 				return nil, err
 			}
 			if w.retry {
@@ -187,46 +222,59 @@ func (l *Locker) sleepUntil(ctx context.Context, wake <-chan struct{}, d time.Du
 	}
 }
 
-// try makes one acquisition attempt and, on success, starts the lease.
-func (l *Locker) try(ctx context.Context, key string) (*Lease, error) {
+// newClaim is a first attempt's claim on key, with a value of its own.
+func (l *Locker) newClaim(key string) (claim, error) {
 	if err := ValidateKey(key); err != nil {
-		return nil, err
+		return claim{}, err
 	}
-	if l.isClosed() {
-		return nil, ErrClosed
-	}
+	return l.renewClaim(claim{ttl: l.cfg.ttl})
+}
+
+// renewClaim is c with a new value, out of the line.
+func (l *Locker) renewClaim(c claim) (claim, error) {
 	value, err := protocol.NewValue(l.cfg.identity)
 	if err != nil {
-		return nil, fmt.Errorf("lock: %w", err)
+		return claim{}, fmt.Errorf("lock: %w", err)
+	}
+	c.value, c.queued = value, false
+	return c, nil
+}
+
+// try makes one acquisition attempt and, on success, starts the lease.
+// spent reports that c.value must not be used again: it was given back, or
+// the attempt's outcome is unknown (a give-back may still reach the server).
+func (l *Locker) try(ctx context.Context, key string, c claim) (lease *Lease, spent bool, err error) {
+	if l.isClosed() {
+		return nil, false, ErrClosed
 	}
 	// Validity counts from before the request is sent: a reply read after a
 	// pause must not be credited with time that already passed.
 	sent := l.cfg.clock.Now()
-	a, err := l.backend.acquire(ctx, key, value, l.cfg.ttl)
+	a, err := l.backend.acquire(ctx, key, c)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	if !a.acquired {
-		return nil, &NotAcquiredError{Key: key, HolderTTL: a.holderTTL}
+		return nil, false, &NotAcquiredError{Key: key, HolderTTL: a.holderTTL}
 	}
 	validUntil := sent.Add(l.cfg.ttl - l.cfg.drift())
 	if !l.cfg.clock.Now().Before(validUntil) {
-		l.releaseQuietly(key, value)
-		return nil, &NotAcquiredError{Key: key, Reason: "validity ran out before the acquisition completed"}
+		l.releaseQuietly(key, c.value)
+		return nil, true, &NotAcquiredError{Key: key, Reason: "validity ran out before the acquisition completed"}
 	}
-	lease := newLease(l, key, value, a.fence, sent, validUntil)
+	lease = newLease(l, key, c.value, a.fence, sent, validUntil)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		l.releaseQuietly(key, value)
-		return nil, ErrClosed
+		l.releaseQuietly(key, c.value)
+		return nil, true, ErrClosed
 	}
 	l.leases[lease] = struct{}{}
 	l.mu.Unlock()
 	l.metrics.held.Inc()
 	l.cfg.logger.V(1).Info("lease acquired", "key", key, "identity", l.cfg.identity, "fence", a.fence)
 	lease.start()
-	return lease, nil
+	return lease, false, nil
 }
 
 // releaseQuietly gives back a key this Locker will not use, within a bounded time.

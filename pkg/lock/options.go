@@ -24,6 +24,8 @@ type config struct {
 	replicaAcks   int
 	replicaWait   time.Duration
 	fencing       bool
+	fifo          bool
+	announce      bool
 	clock         Clock
 	logger        logr.Logger
 	registerer    prometheus.Registerer
@@ -122,6 +124,19 @@ func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTi
 // acquisition increments the key's fence counter and Lease.Fence returns it.
 func WithFencing(enabled bool) Option { return func(c *config) { c.fencing = enabled } }
 
+// WithFIFO makes the key's waiting line strict: a free key goes to the
+// first waiter in line, never to a caller that just arrived (Redisson's fair
+// lock). Without it (the default) a release still hands the key to the
+// first waiter, and a caller arriving while others wait queues behind them;
+// only a key freed by expiry (its holder died) goes to whoever asks first.
+// FIFO costs a look at the line on every acquisition. Not with NewRedlock.
+func WithFIFO() Option { return func(c *config) { c.fifo = true } }
+
+// WithAcquiredMessages publishes "acquired <identity>" on the key's events
+// channel at every acquisition, for observers that follow the holder
+// (pkg/election sets it). Default off: nobody else listens.
+func WithAcquiredMessages() Option { return func(c *config) { c.announce = true } }
+
 // WithClock injects the time source (tests). Default: the system clock.
 func WithClock(clock Clock) Option { return func(c *config) { c.clock = clock } }
 
@@ -166,6 +181,15 @@ func (c *config) validate() error {
 	}
 	return invalid(protocol.ValidateIdentity(c.identity))
 }
+
+// handoffWindow is how long a released key waits for the waiter it was
+// handed to: protocol.HandoffWindow, at most the TTL.
+func (c *config) handoffWindow() time.Duration { return min(c.ttl, protocol.HandoffWindow) }
+
+// place is how long a waiter's place in the line is kept: a waiter tries
+// again at least every TTL (waitBound), so two TTLs and a hand-off window
+// keep a live waiter's place through one lost attempt.
+func (c *config) place() time.Duration { return 2*c.ttl + c.handoffWindow() }
 
 // drift is the validity set aside for clock drift: ttl × factor + 2ms.
 func (c *config) drift() time.Duration {

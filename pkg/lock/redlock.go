@@ -37,6 +37,9 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	if cfg.replicaAcks > 0 {
 		return nil, invalidConfig("WithReplicaAck does not apply to Redlock: its nodes are independent masters")
 	}
+	if cfg.fifo {
+		return nil, invalidConfig("WithFIFO does not apply to Redlock: its waiting line would need a quorum of its own")
+	}
 	r := &redlock{quorum: len(clients)/2 + 1, fencing: cfg.fencing, timeout: cfg.nodeTimeoutFor(), clock: cfg.clock}
 	for i, c := range clients {
 		n, err := newSingle(c, &cfg)
@@ -134,9 +137,17 @@ func tally[T any](r *redlock, op string, replies []reply[T], yes func(T) bool) (
 	return ayes, noes, qerr
 }
 
-func (r *redlock) acquire(ctx context.Context, key, value string, ttl time.Duration) (attempt, error) {
+// waitingLine is false: a line would need its own quorum across the
+// nodes. Redlock's waiters wake on any node's "released" message.
+func (r *redlock) waitingLine() bool { return false }
+
+func (r *redlock) leave(string, string) {}
+
+func (r *redlock) acquire(ctx context.Context, key string, c claim) (attempt, error) {
+	c.place, c.queued = 0, false
+	value := c.value
 	replies := fanOut(ctx, r, func(ctx context.Context, n *single) (attempt, error) {
-		return n.acquire(ctx, key, value, ttl)
+		return n.acquire(ctx, key, c)
 	})
 	got, held, qerr := tally(r, "acquire", replies, func(a attempt) bool { return a.acquired })
 	var fence uint64

@@ -18,6 +18,10 @@ type single struct {
 	client     redis.UniversalClient
 	identity   string
 	fencing    bool
+	announce   bool
+	fifo       bool
+	// window is how long a released key waits for the waiter it was handed to.
+	window     time.Duration
 	acks       int
 	ackTimeout time.Duration
 	// giveBackTimeout bounds the release of an acquisition that will not
@@ -40,7 +44,8 @@ func newSingle(client redis.UniversalClient, c *config) (*single, error) {
 		}
 	}
 	stopCtx, stop := context.WithCancel(context.Background())
-	return &single{client: client, identity: c.identity, fencing: c.fencing, acks: c.replicaAcks, ackTimeout: c.replicaWait,
+	return &single{client: client, identity: c.identity, fencing: c.fencing, announce: c.announce, fifo: c.fifo,
+		window: c.handoffWindow(), acks: c.replicaAcks, ackTimeout: c.replicaWait,
 		giveBackTimeout: min(c.ttl, c.closeTimeout), stopCtx: stopCtx, stop: stop}, nil
 }
 
@@ -84,13 +89,15 @@ func (s *single) close(ctx context.Context) {
 	s.stop()
 }
 
-func (s *single) acquire(ctx context.Context, key, value string, ttl time.Duration) (attempt, error) {
-	fencing := "0"
-	if s.fencing {
-		fencing = "1"
-	}
-	cmd, wait := s.eval(ctx, key, protocol.AcquireScript, protocol.AcquireKeys(key),
-		value, ttlMillis(ttl), fencing, s.identity)
+func (s *single) waitingLine() bool { return true }
+
+func (s *single) leave(key, value string) { s.giveBackAsync(key, value) }
+
+func (s *single) acquire(ctx context.Context, key string, c claim) (attempt, error) {
+	value := c.value
+	args := protocol.AcquireArgs{Value: value, TTL: c.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
+		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window}
+	cmd, wait := s.eval(ctx, key, protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...)
 	a, err := parseAttempt(key, cmd)
 	if err != nil {
 		if ambiguous(err) {
@@ -190,10 +197,11 @@ func (s *single) master(ctx context.Context, key string) (*redis.Client, error) 
 func (s *single) giveBack(key, value string) {
 	ctx, cancel := context.WithTimeout(s.stopCtx, s.giveBackTimeout)
 	defer cancel()
-	_, _ = protocol.Release(ctx, s.client, key, value) // best effort: the key expires with its TTL anyway
+	_, _ = protocol.Release(ctx, s.client, key, value, s.window) // best effort: the key expires with its TTL anyway
 }
 
-// giveBackAsync gives back an attempt whose outcome is unknown, without
+// giveBackAsync gives back an attempt whose outcome is unknown (or a
+// waiter's place in line, and the key if it was handed to it), without
 // making the caller wait: the server that did not answer may still be
 // stalled. It first waits for the server to answer a PING: a server
 // replies only after it handled every request that was ready before, so
@@ -205,7 +213,7 @@ func (s *single) giveBackAsync(key, value string) {
 		if err := s.ping(ctx, key); err != nil {
 			return // still unreachable: the key, if set, expires with its TTL
 		}
-		_, _ = protocol.Release(ctx, s.client, key, value)
+		_, _ = protocol.Release(ctx, s.client, key, value, s.window)
 	})
 }
 
@@ -234,7 +242,7 @@ func ambiguous(err error) bool {
 // otherwise): a replica promoted after an unacknowledged renewal may hold
 // the key only as long as the previous acknowledged TTL.
 func (s *single) renew(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	cmd, wait := s.eval(ctx, key, protocol.RenewScript, []string{key}, value, ttlMillis(ttl))
+	cmd, wait := s.eval(ctx, key, protocol.RenewScript, []string{key}, value, protocol.Millis(ttl))
 	n, err := cmd.Int64()
 	if err != nil {
 		return false, fmt.Errorf("lock: renew %q: %w", key, err)
@@ -246,16 +254,11 @@ func (s *single) renew(ctx context.Context, key, value string, ttl time.Duration
 }
 
 func (s *single) release(ctx context.Context, key, value string) (bool, error) {
-	ok, err := protocol.Release(ctx, s.client, key, value)
+	ok, err := protocol.Release(ctx, s.client, key, value, s.window)
 	if err != nil {
 		return false, fmt.Errorf("lock: %w", err)
 	}
 	return ok, nil
-}
-
-// ttlMillis rounds up so a sub-millisecond remainder never becomes PX 0.
-func ttlMillis(d time.Duration) int64 {
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 // raiseFence sets the key's fence counter to at least fence (Redlock's

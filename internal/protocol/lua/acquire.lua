@@ -1,50 +1,64 @@
--- Acquire: one round trip, atomic on the server.
--- KEYS[1] lock key, KEYS[2] fence counter, KEYS[3] events channel
--- ARGV[1] value, ARGV[2] ttl (ms), ARGV[3] "1" to increment the fence, ARGV[4] identity
--- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl} when held
--- (pttl -1: the key has no TTL), or an error with the lock key NOT set.
+-- Acquire (protocol 2): one round trip, atomic on the server.
+-- KEYS[1] lock key, KEYS[2] fence counter, KEYS[3] events channel,
+-- KEYS[4] waiting line, KEYS[5] line deadlines
+-- ARGV[1] value, ARGV[2] ttl (ms), ARGV[3] "1" to increment the fence,
+-- ARGV[4] identity, ARGV[5] "1" to announce "acquired <identity>",
+-- ARGV[6] place (ms): 0 = do not queue, else how long a place in the line
+-- is kept without another attempt, ARGV[7] "1" when this value may be in
+-- the line already, ARGV[8] "1" for strict FIFO, ARGV[9] hand-off window (ms)
+-- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl} when
+-- not (pttl -1: the key has no TTL), or an error with the lock key NOT
+-- taken.
 --
 -- A script is atomic against other clients, but Redis does not roll back
--- its writes when it fails halfway. So every write after the SET goes
--- through redis.pcall, and on any error the SET is undone before the error
--- is returned: a failed attempt never leaves a key locked by nobody.
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {0, redis.call('PTTL', KEYS[1])}
-end
+-- its writes when it fails halfway: on an error after the key was taken,
+-- the key is deleted before the error is returned, so a failed attempt
+-- never leaves a key locked by nobody.
+local key, counter, channel, line, deadlines = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local value, ttl = ARGV[1], ARGV[2]
+local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
 
-local function undo(reply)
-  redis.call('DEL', KEYS[1])
-  return reply
-end
-
-local function failed(reply)
-  return type(reply) == 'table' and reply.err ~= nil
-end
-
-local fence = 0
-if ARGV[3] == '1' then
-  local cur = redis.pcall('GET', KEYS[2])
-  if failed(cur) then return undo(cur) end
-  if not cur then
-    -- A missing counter (new lock, or the server lost its data) starts at
-    -- the server's clock in microseconds, above every token handed out
-    -- before unless the clock went back. TIME's two halves are strings:
-    -- concatenating keeps the value exact (no float formatting).
-    local t = redis.call('TIME')
-    cur = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
-    local ok = redis.pcall('SET', KEYS[2], cur)
-    if failed(ok) then return undo(ok) end
+-- taken runs once the key holds value for ttl. A hand-off taken is always
+-- announced: other processes' waiters then know the chosen waiter is alive.
+local function taken(announce)
+  if queued then line_leave(line, deadlines, value) end
+  local fence = 0
+  if ARGV[3] == '1' then
+    local err
+    fence, err = next_fence(counter)
+    if not fence then
+      redis.call('DEL', key)
+      return err
+    end
   end
-  -- Lua numbers are doubles: tokens stay exact only below 2^53. A counter
-  -- that is not a plain decimal integer below 2^53 - 1 is refused before
-  -- INCR could fail or hand out an inexact token.
-  if not string.match(cur, '^[0-9]+$') or #cur > 16 or tonumber(cur) >= 9007199254740991 then
-    return undo(redis.error_reply('ERR redlease: fence counter ' .. KEYS[2] ..
-      ' is not an integer below 2^53-1; fix or delete it (the controller raises it back to its floor)'))
+  if announce then
+    local sent = redis.pcall('PUBLISH', channel, 'acquired ' .. ARGV[4])
+    if type(sent) == 'table' then
+      redis.call('DEL', key)
+      return sent
+    end
   end
-  fence = redis.pcall('INCR', KEYS[2])
-  if failed(fence) then return undo(fence) end
+  return {1, fence}
 end
-local sent = redis.pcall('PUBLISH', KEYS[3], 'acquired ' .. ARGV[4])
-if failed(sent) then return undo(sent) end
-return {1, fence}
+
+if queued and redis.call('GET', key) == value then
+  -- The previous holder's release handed the key to this waiter: this
+  -- attempt is the confirming write, and the lease counts from its sending.
+  redis.call('PEXPIRE', key, ttl)
+  return taken(true)
+end
+-- Strict FIFO: a free key goes to the head of the line, not to the caller,
+-- unless the caller is the head.
+local handed = false
+if fifo and redis.call('EXISTS', key) == 0 then
+  local head = line_head(line, deadlines)
+  if head and head ~= value then
+    hand_over(key, channel, line, deadlines, head, ARGV[9])
+    handed = true
+  end
+end
+if not handed and redis.call('SET', key, value, 'NX', 'PX', ttl) then
+  return taken(ARGV[5] == '1')
+end
+if place > 0 then line_join(line, deadlines, value, place) end
+return {0, redis.call('PTTL', key)}

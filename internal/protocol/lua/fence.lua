@@ -1,0 +1,28 @@
+-- next_fence: the lock's next fencing token (shared by the scripts that
+-- take a lock; prepended to them by internal/protocol/scripts.go).
+--
+-- INCR the counter. A missing counter (new lock, or the server lost its
+-- data) answers 1: it then starts at the server's clock in microseconds,
+-- above every token handed out before unless the clock went back. TIME's
+-- two halves are strings: concatenating keeps the value exact (no float
+-- formatting). Lua numbers are doubles, exact only below 2^53: a token
+-- outside [1, 2^53 - 1] (a counter someone else wrote) is taken back with
+-- DECR, leaving the counter as it was, and refused. A counter that is not
+-- an integer fails INCR, which changes nothing.
+-- Returns the token, or nil and an error reply.
+local function next_fence(counter)
+  local fence = redis.pcall('INCR', counter)
+  if type(fence) == 'table' then return nil, fence end
+  if fence == 1 then
+    local t = redis.call('TIME')
+    redis.call('SET', counter, t[1] .. string.rep('0', 6 - #t[2]) .. t[2])
+    fence = redis.call('INCR', counter)
+  end
+  if fence < 1 or fence > 9007199254740991 then
+    redis.call('DECR', counter)
+    return nil, redis.error_reply('ERR redlease: fence counter ' .. counter ..
+      ' is not an integer below 2^53-1; fix or delete it (the controller raises it back to its floor)')
+  end
+  return fence
+end
+
