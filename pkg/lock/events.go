@@ -69,7 +69,7 @@ type waiter struct {
 	// digest names the waiter's value in "granted" messages; "" when the
 	// backend has no waiting line.
 	digest string
-	wake chan struct{} // buffered 1: a pending wake is never lost
+	wake   chan struct{} // buffered 1: a pending wake is never lost
 	// ready is closed once the subscription is confirmed: from then on no
 	// release can slip by unnoticed.
 	ready <-chan struct{}

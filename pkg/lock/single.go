@@ -15,11 +15,11 @@ import (
 // single speaks the protocol to one Redis deployment through one go-redis
 // client: standalone, Sentinel failover client, or Cluster client.
 type single struct {
-	client     redis.UniversalClient
-	identity   string
-	fencing    bool
-	announce   bool
-	fifo       bool
+	client   redis.UniversalClient
+	identity string
+	fencing  bool
+	announce bool
+	fifo     bool
 	// window is how long a released key waits for the waiter it was handed to.
 	window     time.Duration
 	acks       int
