@@ -158,9 +158,15 @@ func Contended(ctx context.Context, lib *Lib, workers int, hold, d time.Duration
 	if err := ctx.Err(); err != nil {
 		return Run{}, err
 	}
+	return tallyHoldings(lib.Name, per, errs, firstErr, wall, d)
+}
+
+// tallyHoldings turns every worker's holdings (times since the run's
+// start) into a Run measured over min(wall, d).
+func tallyHoldings(name string, per [][]holding, errs []int, firstErr error, wall, d time.Duration) (Run, error) {
 	// Throughput counts the acquisitions made within d; hand-offs count all.
 	var all []holding
-	r := Run{PerWorker: make([]int, workers), Wall: min(wall, d)}
+	r := Run{PerWorker: make([]int, len(per)), Wall: min(wall, d)}
 	for w, hs := range per {
 		all = append(all, hs...)
 		for _, h := range hs {
@@ -184,7 +190,7 @@ func Contended(ctx context.Context, lib *Lib, workers int, hold, d time.Duration
 		}
 	}
 	if r.Ops == 0 {
-		return r, errors.Join(fmt.Errorf("%s: no acquisition in %v", lib.Name, d), firstErr)
+		return r, errors.Join(fmt.Errorf("%s: no acquisition in %v", name, d), firstErr)
 	}
 	return r, nil
 }

@@ -43,7 +43,7 @@ var tenantCommands = []string{
 	// Run by the scripts; GET and PTTL are also Inspect's reads.
 	"get", "set", "del", "exists", "incr", "decr", "time", "pexpire", "pttl", "publish",
 	// The waiting line (protocol 2), run by the acquire and release scripts.
-	"zadd", "zrem", "zrange", "zscore",
+	"zadd", "zrem", "zrange", "zpopmin",
 	// WithReplicaAck; the PING before an ambiguous attempt is given back,
 	// and on idle subscriptions.
 	"wait", "ping",

@@ -57,7 +57,7 @@ func TestTenantACLRules(t *testing.T) {
 		"resetchannels", "&{team-a/*", "&team-a/*",
 		"-@all",
 		"+eval", "+evalsha", "+get", "+set", "+del", "+exists", "+incr", "+decr", "+time", "+pexpire", "+pttl", "+publish",
-		"+zadd", "+zrem", "+zrange", "+zscore",
+		"+zadd", "+zrem", "+zrange", "+zpopmin",
 		"+wait", "+ping", "+subscribe", "+unsubscribe", "+multi", "+exec", "+hget", "+hset", "+hmget",
 	}
 	tests := []struct {
@@ -118,7 +118,7 @@ func TestTenantPatternsCoverDerivedNames(t *testing.T) {
 		{"team-a", false},
 	}
 	for _, tt := range tests {
-		for _, name := range []string{tt.key, protocol.FenceKey(tt.key), protocol.LineKey(tt.key), protocol.LineDeadlinesKey(tt.key)} {
+		for _, name := range []string{tt.key, protocol.FenceKey(tt.key), protocol.LineKey(tt.key)} {
 			if got := matches(keyPrefixes, name); got != tt.ours {
 				t.Errorf("key %q: allowed %v, want %v", name, got, tt.ours)
 			}

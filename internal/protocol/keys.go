@@ -20,16 +20,12 @@ func FenceKey(key string) string { return derivedKey(key, "fence") }
 
 // EventsChannel is the pub/sub channel of lock key K: "{K}:events" (or
 // "K:events" when K carries a hash tag). Messages: "acquired <identity>",
-// "released", "granted <sha1 of a waiter's value>".
+// "released", "granted <digest> [<digest>]" (ValueDigest).
 func EventsChannel(key string) string { return derivedKey(key, "events") }
 
 // LineKey is the waiting line of lock key K ("{K}:line", same rule): a
 // sorted set of waiters' values by arrival.
 func LineKey(key string) string { return derivedKey(key, "line") }
-
-// LineDeadlinesKey holds until when each place in K's line is kept
-// ("{K}:line:deadlines", same rule).
-func LineDeadlinesKey(key string) string { return derivedKey(key, "line:deadlines") }
 
 func derivedKey(key, suffix string) string {
 	if hasHashTag(key) {

@@ -50,7 +50,7 @@ const HandoffWindow = time.Second
 
 // AcquireKeys are the KEYS of AcquireScript for lock key.
 func AcquireKeys(key string) []string {
-	return []string{key, FenceKey(key), EventsChannel(key), LineKey(key), LineDeadlinesKey(key)}
+	return []string{key, FenceKey(key), EventsChannel(key), LineKey(key)}
 }
 
 // AcquireArgs are one acquisition attempt's arguments.
@@ -63,8 +63,8 @@ type AcquireArgs struct {
 	// listen for it).
 	Announce bool
 	// Place, when positive, queues a failed attempt in the key's waiting
-	// line (or keeps its place) for that long; a waiter keeps its place by
-	// trying again within it.
+	// line (or keeps its place), and keeps the line that long; a waiter
+	// keeps its place by trying again within it.
 	Place time.Duration
 	// Queued says Value may be in the line already: the key may have been
 	// handed to it, and taking the key must leave the line.
@@ -96,12 +96,12 @@ func Millis(d time.Duration) int64 {
 }
 
 // Release deletes key if it still holds value and hands it to the first
-// waiter in line (who has window to confirm), or announces it free; a
-// value that does not hold the key leaves the line. False when the key was
-// not ours.
-func Release(ctx context.Context, c redis.Scripter, key, value string, window time.Duration) (bool, error) {
-	keys := []string{key, EventsChannel(key), LineKey(key), LineDeadlinesKey(key)}
-	n, err := releaseScript.Run(ctx, c, keys, value, Millis(window)).Int64()
+// waiter in line (who has window to confirm), or, when nobody waits,
+// deletes it (and with announce says "released"); a value that does not
+// hold the key leaves the line. False when the key was not ours.
+func Release(ctx context.Context, c redis.Scripter, key, value string, window time.Duration, announce bool) (bool, error) {
+	keys := []string{key, EventsChannel(key), LineKey(key)}
+	n, err := releaseScript.Run(ctx, c, keys, value, Millis(window), flag(announce)).Int64()
 	if err != nil {
 		return false, fmt.Errorf("release %q: %w", key, err)
 	}

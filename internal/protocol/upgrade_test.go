@@ -118,7 +118,7 @@ func TestProtocol1And2SideBySide(t *testing.T) {
 	if ok, _, err := take(ctx, c, key, waiter, false); err != nil || ok {
 		t.Fatalf("second new acquire = %v, %v", ok, err)
 	}
-	if ok, err := protocol.Release(ctx, c, key, newValue, time.Second); err != nil || !ok {
+	if ok, err := protocol.Release(ctx, c, key, newValue, time.Second, false); err != nil || !ok {
 		t.Fatalf("new release = %v, %v", ok, err)
 	}
 	if ok, _, err := old.take(ctx, c, key, value(t, "old-pod:2")); err != nil || ok {
@@ -136,7 +136,7 @@ func TestProtocol1And2SideBySide(t *testing.T) {
 		t.Fatalf("the waiter's confirmation = %v, %v", ok, err)
 	}
 	fenceAbove(f, "the waiter")
-	if ok, err := protocol.Release(ctx, c, key, waiter, time.Second); err != nil || !ok {
+	if ok, err := protocol.Release(ctx, c, key, waiter, time.Second, false); err != nil || !ok {
 		t.Fatalf("release = %v, %v", ok, err)
 	}
 	// Free again: the old client takes it with a fence above them all.
@@ -147,9 +147,9 @@ func TestProtocol1And2SideBySide(t *testing.T) {
 	fenceAbove(f, "the old client")
 }
 
-// The waiting line's rules on one server: a hand-off holds the key for the
-// hand-off window only, until the waiter confirms; a place past its
-// deadline is skipped; a waiter that leaves (a release with a value that
+// The waiting line's rules on one server: a release takes the first
+// waiter off the line and hands it the key for the hand-off window only,
+// until it confirms; a waiter that leaves (a release with a value that
 // does not hold the key) loses its place.
 func TestTheLineOnTheServer(t *testing.T) {
 	srv := redistest.StartStandalone(t)
@@ -160,32 +160,35 @@ func TestTheLineOnTheServer(t *testing.T) {
 	if ok, _, err := take(ctx, c, key, holder, false); err != nil || !ok {
 		t.Fatalf("acquire = %v, %v", ok, err)
 	}
-	gone, quitter, next := value(t, "gone:1"), value(t, "quitter:1"), value(t, "next:1")
-	// gone's place is kept for 50 ms only.
-	args := protocol.AcquireArgs{Value: gone, TTL: 10 * time.Second, Place: 50 * time.Millisecond}
-	if err := protocol.AcquireScript.Run(ctx, c, protocol.AcquireKeys(key), args.Argv()...).Err(); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range []string{quitter, next} {
+	quitter, next, last := value(t, "quitter:1"), value(t, "next:1"), value(t, "last:1")
+	for _, v := range []string{quitter, next, last} {
 		if ok, _, err := take(ctx, c, key, v, false); err != nil || ok {
 			t.Fatalf("acquire of a held key = %v, %v", ok, err)
 		}
 	}
-	if ok, err := protocol.Release(ctx, c, key, quitter, time.Second); err != nil || ok {
+	if ok, err := protocol.Release(ctx, c, key, quitter, time.Second, false); err != nil || ok {
 		t.Fatalf("a waiter leaving = %v, %v; want false (it held nothing)", ok, err)
 	}
-	time.Sleep(100 * time.Millisecond) // gone's place runs out
-	if ok, err := protocol.Release(ctx, c, key, holder, 300*time.Millisecond); err != nil || !ok {
+	ps := c.Subscribe(ctx, protocol.EventsChannel(key))
+	defer func() { _ = ps.Close() }()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := protocol.Release(ctx, c, key, holder, 300*time.Millisecond, false); err != nil || !ok {
 		t.Fatalf("release = %v, %v", ok, err)
 	}
 	if got := c.Get(ctx, key).Val(); got != next {
-		t.Fatalf("the release handed the key to %q, want the only live waiter", protocol.IdentityFromValue(got))
+		t.Fatalf("the release handed the key to %q, want the first waiter still in line", protocol.IdentityFromValue(got))
+	}
+	msg, err := ps.ReceiveMessage(ctx)
+	if want := "granted " + protocol.ValueDigest(next) + " " + protocol.ValueDigest(last); err != nil || msg.Payload != want {
+		t.Fatalf("message = %v, %v; want %q (the chosen waiter, then the one now first)", msg, err, want)
 	}
 	if pttl := c.PTTL(ctx, key).Val(); pttl > 300*time.Millisecond || pttl <= 0 {
 		t.Fatalf("the handed key's PTTL is %v, want the 300ms window", pttl)
 	}
-	if n := c.ZCard(ctx, protocol.LineKey(key)).Val(); n != 0 {
-		t.Fatalf("the line holds %d places, want none", n)
+	if got := c.ZRange(ctx, protocol.LineKey(key), 0, -1).Val(); len(got) != 1 || got[0] != last {
+		t.Fatalf("the line holds %d places, want only the last waiter's", len(got))
 	}
 	// Unconfirmed, the hand-off runs out and the key is free.
 	time.Sleep(400 * time.Millisecond)

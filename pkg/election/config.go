@@ -158,7 +158,7 @@ func (c *Config) complete() ([]lock.Option, error) {
 		lock.WithoutWatchdog(),
 		lock.WithIdentity(c.Identity),
 		// The observers follow the leader from these messages.
-		lock.WithAcquiredMessages(),
+		lock.WithHolderMessages(),
 		// Run logs what matters itself. The Locker logs nothing, because the
 		// lease of a leader that steps down without releasing lives on until
 		// its deadline, after Run returned.

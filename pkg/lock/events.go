@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,9 +32,9 @@ const subscriptionLinger = 30 * time.Second
 type events struct {
 	clients []redis.UniversalClient
 	clock   Clock
-	// window is the hand-off window: a key handed to a waiter of another
-	// process that says nothing more within it (the waiter may have died)
-	// wakes this process's oldest waiter to look.
+	// window is the hand-off window: when a hand-off is followed by
+	// nothing within it (the chosen waiter may have died), the waiter
+	// first in line looks again.
 	window time.Duration
 
 	mu       sync.Mutex
@@ -55,9 +56,13 @@ type channelWaiters struct {
 	// registration.
 	releases uint64
 	queue    []*waiter
-	// byDigest finds the waiter a "granted" message names.
-	byDigest map[string]*waiter
-	idle     Timer // unsubscribes after subscriptionLinger without waiters
+	// byDigest finds the waiter a "granted" message names; recentGrants
+	// are the last digests granted, for a waiter registering just after
+	// its own hand-off was announced.
+	byDigest     map[string]*waiter
+	recentGrants [8]string
+	grants       int
+	idle         Timer // unsubscribes after subscriptionLinger without waiters
 	// unconfirmed fires when a key handed to another process's waiter
 	// was followed by no other message within the hand-off window.
 	unconfirmed Timer
@@ -127,12 +132,16 @@ func (e *events) wait(ctx context.Context, key string, seen uint64, value string
 		cw.idle.Stop()
 		cw.idle = nil
 	}
-	w := &waiter{ch: ch, wake: make(chan struct{}, 1), ready: cw.ready,
-		retry: !cw.confirmed || cw.releases != seen}
+	w := &waiter{ch: ch, wake: make(chan struct{}, 1), ready: cw.ready}
 	cw.queue = append(cw.queue, w)
 	if line {
+		// Only a hand-off to this waiter matters: its failed attempt
+		// queued it in Redis already.
 		w.digest = protocol.ValueDigest(value)
 		cw.byDigest[w.digest] = w
+		w.retry = !cw.confirmed || slices.Contains(cw.recentGrants[:], w.digest)
+	} else {
+		w.retry = !cw.confirmed || cw.releases != seen
 	}
 	return w, nil
 }
@@ -223,10 +232,9 @@ func (e *events) expire(ch string, cw *channelWaiters) {
 
 func wakeOldest(cw *channelWaiters) {
 	for _, w := range cw.queue {
-		select {
-		case w.wake <- struct{}{}:
+		if len(w.wake) == 0 { // one with a pending wake passes this one on
+			wake(w)
 			return
-		default: // already has a pending wake: give this one to the next
 		}
 	}
 }
@@ -314,12 +322,13 @@ func (e *events) released(ch string) {
 	}
 }
 
-// granted wakes the waiter a hand-off chose, when it is in this process.
-// A hand-off to another process is followed, when its waiter is alive, by
-// that waiter's confirmation ("acquired"); if nothing follows within the
-// hand-off window, the waiter may have died with the key, and the oldest
-// local waiter looks (one per process, not a herd per release).
-func (e *events) granted(ch, digest string) {
+// granted handles "granted <digest> [<next>]": it wakes the waiter the
+// hand-off chose, when it is in this process. The waiter named next is now
+// first in line: when it is here, and nothing follows within the hand-off
+// window (the chosen waiter may have died with the key), it looks again.
+// Waiters elsewhere in the line need do nothing.
+func (e *events) granted(ch, payload string) {
+	digest, next, _ := strings.Cut(payload, " ")
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	cw := e.channels[ch]
@@ -327,22 +336,28 @@ func (e *events) granted(ch, digest string) {
 		return
 	}
 	cw.releases++
+	cw.recentGrants[cw.grants%len(cw.recentGrants)] = digest
+	cw.grants++
 	e.stopWatch(cw)
 	if w := cw.byDigest[digest]; w != nil {
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
-		return
+		wake(w)
 	}
-	if len(cw.queue) > 0 && !e.closed {
+	if w := cw.byDigest[next]; w != nil && next != "" && !e.closed {
 		d := e.window + backoff.Jitter(e.window/4)
-		cw.unconfirmed = e.clock.AfterFunc(d, func() { e.recheck(ch, cw) })
+		cw.unconfirmed = e.clock.AfterFunc(d, func() { e.recheck(cw, w) })
 	}
 }
 
-// taken notes that a key was taken: a hand-off to another process's waiter
-// was confirmed, so there is nothing to recheck.
+// wake gives w a wake-up unless it has one pending.
+func wake(w *waiter) {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// taken notes that a key was taken ("acquired", with WithHolderMessages):
+// a hand-off was confirmed, so there is nothing to recheck.
 func (e *events) taken(ch string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -351,12 +366,12 @@ func (e *events) taken(ch string) {
 	}
 }
 
-// recheck wakes ch's oldest waiter after a hand-off nobody followed up.
-func (e *events) recheck(ch string, cw *channelWaiters) {
+// recheck wakes w, first in line, after a hand-off nobody followed up.
+func (e *events) recheck(cw *channelWaiters, w *waiter) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.channels[ch] == cw {
-		wakeOldest(cw)
+	if cw.byDigest[w.digest] == w {
+		wake(w)
 	}
 }
 

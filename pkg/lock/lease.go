@@ -117,7 +117,7 @@ func (s *Lease) renew(ctx context.Context) error {
 		ttl = min(ttl, left)
 	}
 	sent := cfg.clock.Now()
-	ok, err := s.locker.backend.renew(ctx, s.key, s.value, ttl)
+	ok, err := s.locker.extend(ctx, s.key, s.value, ttl)
 	if err != nil {
 		s.locker.metrics.renewals.WithLabelValues("error").Inc()
 		return err
@@ -220,9 +220,9 @@ func (s *Lease) end(err error, reason string) bool {
 		}
 	}
 	s.mu.Unlock()
-	s.cancel(err)
 	l := s.locker
-	l.forget(s)
+	l.forget(s) // before Done closes: a Close woken by Done must not release it again
+	s.cancel(err)
 	l.metrics.holdSeconds.Observe(l.cfg.clock.Now().Sub(s.acquiredAt).Seconds())
 	if reason != "" {
 		l.metrics.lost.WithLabelValues(reason).Inc()

@@ -22,6 +22,9 @@ type Locker struct {
 	backend backend
 	events  *events
 	metrics *metrics
+	// renewals batches the watchdogs' renewals; nil when the backend
+	// renews one key per request (Redlock, WithReplicaAck).
+	renewals *renewals
 
 	mu      sync.Mutex
 	leases  map[*Lease]struct{}
@@ -56,14 +59,27 @@ func newLocker(cfg config, b backend) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Locker{
+	l := &Locker{
 		cfg:     cfg,
 		backend: b,
 		events:  newEvents(b.subscribers(), cfg.clock, cfg.handoffWindow()),
 		metrics: m,
 		leases:  map[*Lease]struct{}{},
 		closing: make(chan struct{}),
-	}, nil
+	}
+	if s, ok := b.(*single); ok && s.batches() {
+		l.renewals = newRenewals(s)
+	}
+	return l, nil
+}
+
+// extend renews key if it is still ours: in a batch when the backend
+// batches, else on its own.
+func (l *Locker) extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if l.renewals != nil {
+		return l.renewals.renew(ctx, key, value, ttl)
+	}
+	return l.backend.renew(ctx, key, value, ttl)
 }
 
 // TryAcquire makes one attempt. When the key is held it fails with a
@@ -347,6 +363,9 @@ func (l *Locker) Close() error {
 	select {
 	case <-idle:
 	case <-ctx.Done():
+	}
+	if l.renewals != nil {
+		l.renewals.close()
 	}
 	l.events.close()
 	l.backend.close(ctx)

@@ -132,10 +132,12 @@ func WithFencing(enabled bool) Option { return func(c *config) { c.fencing = ena
 // FIFO costs a look at the line on every acquisition. Not with NewRedlock.
 func WithFIFO() Option { return func(c *config) { c.fifo = true } }
 
-// WithAcquiredMessages publishes "acquired <identity>" on the key's events
-// channel at every acquisition, for observers that follow the holder
-// (pkg/election sets it). Default off: nobody else listens.
-func WithAcquiredMessages() Option { return func(c *config) { c.announce = true } }
+// WithHolderMessages publishes "acquired <identity>" on the key's events
+// channel at every acquisition, and "released" when a release leaves the
+// key free, for observers that follow the holder (pkg/election sets it).
+// Default off: waiters need neither (a release hands the key to the first
+// waiter and says so itself).
+func WithHolderMessages() Option { return func(c *config) { c.announce = true } }
 
 // WithClock injects the time source (tests). Default: the system clock.
 func WithClock(clock Clock) Option { return func(c *config) { c.clock = clock } }

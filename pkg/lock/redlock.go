@@ -46,6 +46,7 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 		if err != nil {
 			return nil, fmt.Errorf("node %d: %w", i, err)
 		}
+		n.released = true // Redlock's waiters have no line: they wake on "released"
 		r.nodes = append(r.nodes, n)
 	}
 	if err := distinctNodes(r.nodes); err != nil {

@@ -18,7 +18,8 @@ type single struct {
 	client   redis.UniversalClient
 	identity string
 	fencing  bool
-	announce bool
+	announce bool // "acquired" messages
+	released bool // "released" messages
 	fifo     bool
 	// window is how long a released key waits for the waiter it was handed to.
 	window     time.Duration
@@ -44,7 +45,7 @@ func newSingle(client redis.UniversalClient, c *config) (*single, error) {
 		}
 	}
 	stopCtx, stop := context.WithCancel(context.Background())
-	return &single{client: client, identity: c.identity, fencing: c.fencing, announce: c.announce, fifo: c.fifo,
+	return &single{client: client, identity: c.identity, fencing: c.fencing, announce: c.announce, released: c.announce, fifo: c.fifo,
 		window: c.handoffWindow(), acks: c.replicaAcks, ackTimeout: c.replicaWait,
 		giveBackTimeout: min(c.ttl, c.closeTimeout), stopCtx: stopCtx, stop: stop}, nil
 }
@@ -197,7 +198,7 @@ func (s *single) master(ctx context.Context, key string) (*redis.Client, error) 
 func (s *single) giveBack(key, value string) {
 	ctx, cancel := context.WithTimeout(s.stopCtx, s.giveBackTimeout)
 	defer cancel()
-	_, _ = protocol.Release(ctx, s.client, key, value, s.window) // best effort: the key expires with its TTL anyway
+	_, _ = protocol.Release(ctx, s.client, key, value, s.window, s.released) // best effort: the key expires with its TTL anyway
 }
 
 // giveBackAsync gives back an attempt whose outcome is unknown (or a
@@ -213,7 +214,7 @@ func (s *single) giveBackAsync(key, value string) {
 		if err := s.ping(ctx, key); err != nil {
 			return // still unreachable: the key, if set, expires with its TTL
 		}
-		_, _ = protocol.Release(ctx, s.client, key, value, s.window)
+		_, _ = protocol.Release(ctx, s.client, key, value, s.window, s.released)
 	})
 }
 
@@ -243,18 +244,60 @@ func ambiguous(err error) bool {
 // the key only as long as the previous acknowledged TTL.
 func (s *single) renew(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	cmd, wait := s.eval(ctx, key, protocol.RenewScript, []string{key}, value, protocol.Millis(ttl))
-	n, err := cmd.Int64()
-	if err != nil {
-		return false, fmt.Errorf("lock: renew %q: %w", key, err)
-	}
-	if n != 1 {
-		return false, nil
+	ok, err := renewReply(key, cmd)
+	if !ok || err != nil {
+		return false, err
 	}
 	return true, s.acked(key, wait)
 }
 
+func renewReply(key string, cmd *redis.Cmd) (bool, error) {
+	n, err := cmd.Int64()
+	if err != nil {
+		return false, fmt.Errorf("lock: renew %q: %w", key, err)
+	}
+	return n == 1, nil
+}
+
+// batches reports whether renewals may share a pipeline: not under
+// WithReplicaAck, whose WAIT counts one connection's writes per key.
+func (s *single) batches() bool { return s.acks == 0 }
+
+// renewBatch renews rs in one pipeline (a ClusterClient splits it by node).
+// Scripts the server does not know yet (NOSCRIPT: first use, or a
+// restarted server) run again with EVAL.
+func (s *single) renewBatch(ctx context.Context, rs []*renewal) {
+	cmds := make([]*redis.Cmd, len(rs))
+	send := func(run func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd, which []int) {
+		_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range which {
+				cmds[i] = run(ctx, p, []string{rs[i].key}, rs[i].value, protocol.Millis(rs[i].ttl))
+			}
+			return nil
+		})
+	}
+	all := make([]int, len(rs))
+	for i := range all {
+		all[i] = i
+	}
+	send(protocol.RenewScript.EvalSha, all)
+	var unknown []int
+	for i, c := range cmds {
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			unknown = append(unknown, i)
+		}
+	}
+	if len(unknown) > 0 {
+		send(protocol.RenewScript.Eval, unknown)
+	}
+	for i, r := range rs {
+		ok, err := renewReply(r.key, cmds[i])
+		r.done <- renewResult{ok: ok, err: err}
+	}
+}
+
 func (s *single) release(ctx context.Context, key, value string) (bool, error) {
-	ok, err := protocol.Release(ctx, s.client, key, value, s.window)
+	ok, err := protocol.Release(ctx, s.client, key, value, s.window, s.released)
 	if err != nil {
 		return false, fmt.Errorf("lock: %w", err)
 	}

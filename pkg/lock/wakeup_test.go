@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,19 +63,29 @@ func TestKeyWithoutTTLIsNotPolled(t *testing.T) {
 	}
 }
 
-// counterValue reads a counter (without labels) from reg.
-func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+// counterValue reads a counter from reg: the one whose label values are
+// labels (none: the counter has no labels).
+func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var values []string
+			for _, lp := range m.GetLabel() {
+				values = append(values, lp.GetValue())
+			}
+			if slices.Equal(values, labels) {
+				return m.GetCounter().GetValue()
+			}
 		}
 	}
-	t.Fatalf("metric %s not registered", name)
+	t.Fatalf("metric %s%v not registered", name, labels)
 	return 0
 }
 

@@ -116,6 +116,10 @@ func runHelper(role string) int {
 		return pausedLeader(ctx, client, key, ttl)
 	case "acquire-loop":
 		return acquireLoop(ctx, client, key, ttl)
+	case "line-waiter":
+		return lineWaiter(ctx, client, key, ttl)
+	case "naive-line-waiter":
+		return naiveLineWaiter(ctx, client, key, ttl)
 	case "naive-setnx-loop":
 		emit(event{Kind: "acquired"})
 		for i := 0; ; i++ {

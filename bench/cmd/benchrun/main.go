@@ -45,6 +45,7 @@ type settings struct {
 	window       time.Duration
 	concurrency  []int
 	workers      []int
+	processes    []int // processes scenario: worker processes per run
 	redlockNodes int
 	scenarios    map[string]bool
 	poolSize     int
@@ -55,14 +56,18 @@ const (
 	scHandoff     = "handoff"
 	scRedlock     = "redlock"
 	scHeld        = "held"
+	scProcesses   = "processes"
 )
 
 func main() {
+	if bench.IsWorker() { // re-executed by the processes scenario
+		os.Exit(bench.WorkerMain())
+	}
 	var (
 		quick    = flag.Bool("quick", false, "short run (seconds): fewer rounds, shorter windows")
 		plots    = flag.String("plots", "", "directory to write PNG plots into (empty: no plots)")
 		report   = flag.String("report", "", "also write the markdown report to this file")
-		only     = flag.String("only", "", "comma-separated scenarios to run: uncontended,handoff,redlock,held (default: all)")
+		only     = flag.String("only", "", "comma-separated scenarios to run: uncontended,handoff,processes,redlock,held (default: all)")
 		rounds   = flag.Int("rounds", 0, "interleaved rounds per scenario (default 3, quick 1)")
 		leases   = flag.Int("leases", 10000, "leases held at once in the held-leases scenario")
 		window   = flag.Duration("window", 0, "held-leases measuring window (default 10s, quick 3s)")
@@ -75,7 +80,7 @@ func main() {
 		uncontended: time.Second, contended: time.Second, redlock: time.Second,
 		hold: time.Millisecond, ttl: 10 * time.Second,
 		leases: *leases, heldTTL: 3 * time.Second, heldRenew: time.Second, window: 10 * time.Second,
-		concurrency: []int{1, 16}, workers: []int{2, 8, 32}, redlockNodes: 5,
+		concurrency: []int{1, 16}, workers: []int{2, 8, 32}, processes: []int{2, 16, 64}, redlockNodes: 5,
 		poolSize: *poolSize,
 	}
 	if s.quick {
@@ -90,7 +95,7 @@ func main() {
 		s.window = *window
 	}
 	s.scenarios = map[string]bool{}
-	all := []string{scUncontended, scHandoff, scRedlock, scHeld}
+	all := []string{scUncontended, scHandoff, scProcesses, scRedlock, scHeld}
 	if *only == "" {
 		for _, sc := range all {
 			s.scenarios[sc] = true
@@ -124,6 +129,7 @@ type results struct {
 	loadEnd     string
 	uncontended []row // Group = concurrency
 	handoff     []row // Group = workers
+	processes   []row // Group = worker processes
 	redlock     []row // Group = concurrency
 	held        []bench.HeldResult
 }
@@ -219,6 +225,11 @@ func run(ctx context.Context, s settings, plotDir, reportPath string) error {
 	}
 	if s.scenarios[scHandoff] {
 		if res.handoff, err = runHandoff(ctx, s, cnt, client); err != nil {
+			return err
+		}
+	}
+	if s.scenarios[scProcesses] {
+		if res.processes, err = runProcesses(ctx, s, cnt, srv.Addr); err != nil {
 			return err
 		}
 	}
@@ -362,6 +373,47 @@ func runHandoff(ctx context.Context, s settings, cnt *counter, client func() *re
 			k := [2]int{w, i}
 			r := runs[k]
 			rows = append(rows, row{Name: lib.Name, Family: lib.Family, Tuning: lib.Tuning, Variant: lib.Variant, Level: w,
+				Run: *r, Lat: bench.Summarize(r.Durations), Cross: bench.Summarize(r.Cross), Commands: cmds[k]})
+		}
+	}
+	return rows, nil
+}
+
+// runProcesses is the hand-off scenario with separate processes as the
+// contenders (this binary re-executed), each with its own client.
+func runProcesses(ctx context.Context, s settings, cnt *counter, addr string) ([]row, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	libs := bench.ProcessLibs()
+	runs := map[[2]int]*bench.Run{}
+	cmds := map[[2]int]int64{}
+	for round := range s.rounds {
+		for _, n := range s.processes {
+			for i, lib := range libs {
+				progress("processes: %s, %d processes, round %d/%d", lib.Name, n, round+1, s.rounds)
+				r, c, err := cnt.measure(ctx, func() (bench.Run, error) {
+					return bench.Processes(ctx, exe, lib.Name, addr, n, s.hold, s.ttl, 2*s.contended, fmt.Sprintf("procs:%d:%d:%d", i, n, round))
+				})
+				if err != nil {
+					return nil, err
+				}
+				k := [2]int{n, i}
+				if runs[k] == nil {
+					runs[k] = &bench.Run{}
+				}
+				runs[k].Merge(r)
+				cmds[k] += c
+			}
+		}
+	}
+	var rows []row
+	for _, n := range s.processes {
+		for i, lib := range libs {
+			k := [2]int{n, i}
+			r := runs[k]
+			rows = append(rows, row{Name: lib.Name, Family: lib.Family, Tuning: lib.Tuning, Level: n,
 				Run: *r, Lat: bench.Summarize(r.Durations), Cross: bench.Summarize(r.Cross), Commands: cmds[k]})
 		}
 	}

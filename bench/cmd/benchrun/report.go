@@ -117,6 +117,9 @@ func renderReport(res *results) string {
 	if len(res.handoff) > 0 {
 		writeHandoff(&b, res)
 	}
+	if len(res.processes) > 0 {
+		writeProcesses(&b, res)
+	}
 	if len(res.redlock) > 0 {
 		fmt.Fprintf(&b, "### Redlock over %d nodes\n\n", s.redlockNodes)
 		fmt.Fprintf(&b, "%d independent redis-server processes; acquire+release cycles as above, for %v per round. "+
@@ -220,9 +223,8 @@ func handoffFloor(res *results) time.Duration {
 
 func writeHandoff(b *strings.Builder, res *results) {
 	s := res.settings
-	floor := handoffFloor(res)
 	fmt.Fprintf(b, "### Contended hand-off on one key\n\n")
-	fmt.Fprintf(b, "N workers take turns on one key: wait in Lock, hold it %v, release, repeat; %v per round. "+
+	fmt.Fprintf(b, "N workers (goroutines of this process) take turns on one key: wait in Lock, hold it %v, release, repeat; %v per round. "+
 		"Hand-off latency runs from the holder starting its release to the next acquisition returning to anyone, "+
 		"both read from one monotonic clock in this process, so its floor is one release plus one acquire round trip: "+
 		"the uncontended raw floor cycle at 1 goroutine (%s). A hand-off either goes to another worker or back to the releaser, "+
@@ -230,29 +232,46 @@ func writeHandoff(b *strings.Builder, res *results) {
 		"Throughput can be at most about 1/(hold + hand-off). Redis cmds/acq counts every command Redis processed (inside scripts too) per acquisition: the price of polling. "+
 		"Fairness is the fewest and most acquisitions of any worker (and their ratio; 1.00 is perfectly even). "+
 		"Peers appear with their defaults and with the best tuning tried (the best by throughput of each tuning group; every variant is in the table below). "+
-		"Ratios to the best peer use the best value any peer configuration reached at that worker count.\n\n", s.hold, s.contended, fmtDur(floor))
-	fmt.Fprintf(b, "| workers | library | hand-off p50 | p99 | to another worker: share, p50 | acquisitions/s | fairness min/max | Redis cmds/acq | p50 ÷ floor | p50 ÷ best peer | acq/s ÷ best peer |\n")
+		"Ratios to the best peer use the best value any peer configuration reached at that worker count.\n\n", s.hold, s.contended, fmtDur(handoffFloor(res)))
+	writeContended(b, res.handoff, handoffFloor(res), "workers", "worker")
+}
+
+func writeProcesses(b *strings.Builder, res *results) {
+	s := res.settings
+	fmt.Fprintf(b, "### Contended hand-off between processes\n\n")
+	fmt.Fprintf(b, "As in a cluster, where the contenders are pods: N separate worker processes (this binary re-executed), each with its own go-redis client "+
+		"and its own Locker (or peer handle), take turns on one key, holding it %v each time, for %v per round. "+
+		"Times are read from CLOCK_MONOTONIC, one clock for every process on the machine; the columns are those of the hand-off table above. "+
+		"Peers run with the tuning that did best in the in-process hand-off (1 ms retries).\n\n", s.hold, 2*s.contended)
+	writeContended(b, res.processes, handoffFloor(res), "processes", "process")
+}
+
+// writeContended is the table of a contended scenario, levelName (and
+// one) being what the level counts: workers (worker), processes (process).
+func writeContended(b *strings.Builder, rows []row, floor time.Duration, levelName, one string) {
+	fmt.Fprintf(b, "| %s | library | hand-off p50 | p99 | to another %s: share, p50 | acquisitions/s | fairness min/max | Redis cmds/acq | p50 ÷ floor | p50 ÷ best peer | acq/s ÷ best peer |\n",
+		levelName, one)
 	fmt.Fprintf(b, "|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|\n")
-	for _, r := range shownHandoff(res.handoff) {
-		bp := bestPeer(res.handoff, r.Level)
+	for _, r := range shownHandoff(rows) {
+		bp := bestPeer(rows, r.Level)
 		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s |\n", r.Level, r.Name, fmtDur(r.Lat.P50), fmtDur(r.Lat.P99),
 			cross(r), fmtRate(r.Run.Throughput()), fairness(r), r.CommandsPerOp(), ratio(float64(r.Lat.P50), float64(floor)),
 			ratio(float64(r.Lat.P50), float64(bp.p50)), ratio(r.Run.Throughput(), bp.ops))
 	}
 	b.WriteString("\n")
-	for _, lv := range levels(res.handoff) {
-		bp := bestPeer(res.handoff, lv)
-		fmt.Fprintf(b, "Best peer at %d workers: p50 %s (%s), %s acquisitions/s (%s). ", lv, fmtDur(bp.p50), bp.p50Name, fmtRate(bp.ops), bp.opsName)
+	for _, lv := range levels(rows) {
+		bp := bestPeer(rows, lv)
+		fmt.Fprintf(b, "Best peer at %d %s: p50 %s (%s), %s acquisitions/s (%s). ", lv, levelName, fmtDur(bp.p50), bp.p50Name, fmtRate(bp.ops), bp.opsName)
 	}
 	overlaps, acq, errs := 0, 0, 0
-	for _, r := range res.handoff {
+	for _, r := range rows {
 		overlaps += r.Run.Overlaps
 		acq += r.Run.Ops
 		errs += r.Run.Errors
 	}
 	fmt.Fprintf(b, "\n\nMutual exclusion check: %d acquisitions in all, %d began before the previous holder had started its release (must be 0); %d lock calls failed for reasons other than the end of a round.\n\n", acq, overlaps, errs)
-	b.WriteString("<details><summary>every configuration</summary>\n\n| workers | library | configuration | hand-off p50 | p99 | to another worker: share, p50 | acquisitions/s | fairness | Redis cmds/acq | errors |\n|---:|---|---|---:|---:|---:|---:|---|---:|---:|\n")
-	for _, r := range res.handoff {
+	fmt.Fprintf(b, "<details><summary>every configuration</summary>\n\n| %s | library | configuration | hand-off p50 | p99 | to another: share, p50 | acquisitions/s | fairness | Redis cmds/acq | errors |\n|---:|---|---|---:|---:|---:|---:|---|---:|---:|\n", levelName)
+	for _, r := range rows {
 		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %.1f | %d |\n", r.Level, r.Name, r.Tuning, fmtDur(r.Lat.P50), fmtDur(r.Lat.P99),
 			cross(r), fmtRate(r.Run.Throughput()), fairness(r), r.CommandsPerOp(), r.Run.Errors)
 	}

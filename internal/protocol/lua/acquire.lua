@@ -1,11 +1,12 @@
 -- Acquire (protocol 2): one round trip, atomic on the server.
 -- KEYS[1] lock key, KEYS[2] fence counter, KEYS[3] events channel,
--- KEYS[4] waiting line, KEYS[5] line deadlines
+-- KEYS[4] waiting line
 -- ARGV[1] value, ARGV[2] ttl (ms), ARGV[3] "1" to increment the fence,
 -- ARGV[4] identity, ARGV[5] "1" to announce "acquired <identity>",
--- ARGV[6] place (ms): 0 = do not queue, else how long a place in the line
--- is kept without another attempt, ARGV[7] "1" when this value may be in
--- the line already, ARGV[8] "1" for strict FIFO, ARGV[9] hand-off window (ms)
+-- ARGV[6] place (ms): 0 = do not queue, else how long the line is kept
+-- for this waiter without another attempt, ARGV[7] "1" when this value may
+-- be in the line already, ARGV[8] "1" for strict FIFO, ARGV[9] hand-off
+-- window (ms)
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl} when
 -- not (pttl -1: the key has no TTL), or an error with the lock key NOT
 -- taken.
@@ -14,14 +15,12 @@
 -- its writes when it fails halfway: on an error after the key was taken,
 -- the key is deleted before the error is returned, so a failed attempt
 -- never leaves a key locked by nobody.
-local key, counter, channel, line, deadlines = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local key, counter, channel, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value, ttl = ARGV[1], ARGV[2]
 local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
 
--- taken runs once the key holds value for ttl. A hand-off taken is always
--- announced: other processes' waiters then know the chosen waiter is alive.
-local function taken(announce)
-  if queued then line_leave(line, deadlines, value) end
+-- taken runs once the key holds value for ttl.
+local function taken()
   local fence = 0
   if ARGV[3] == '1' then
     local err
@@ -31,7 +30,7 @@ local function taken(announce)
       return err
     end
   end
-  if announce then
+  if ARGV[5] == '1' then
     local sent = redis.pcall('PUBLISH', channel, 'acquired ' .. ARGV[4])
     if type(sent) == 'table' then
       redis.call('DEL', key)
@@ -42,23 +41,26 @@ local function taken(announce)
 end
 
 if queued and redis.call('GET', key) == value then
-  -- The previous holder's release handed the key to this waiter: this
-  -- attempt is the confirming write, and the lease counts from its sending.
+  -- The previous holder's release handed the key to this waiter (and took
+  -- it off the line): this attempt is the confirming write, and the lease
+  -- counts from its sending.
   redis.call('PEXPIRE', key, ttl)
-  return taken(true)
+  return taken()
 end
 -- Strict FIFO: a free key goes to the head of the line, not to the caller,
 -- unless the caller is the head.
 local handed = false
 if fifo and redis.call('EXISTS', key) == 0 then
-  local head = line_head(line, deadlines)
+  local head = redis.call('ZRANGE', line, 0, 0)[1]
   if head and head ~= value then
-    hand_over(key, channel, line, deadlines, head, ARGV[9])
+    redis.call('ZREM', line, head)
+    hand_over(key, channel, line, head, ARGV[9])
     handed = true
   end
 end
 if not handed and redis.call('SET', key, value, 'NX', 'PX', ttl) then
-  return taken(ARGV[5] == '1')
+  if queued then redis.call('ZREM', line, value) end
+  return taken()
 end
-if place > 0 then line_join(line, deadlines, value, place) end
+if place > 0 then line_join(line, value, place) end
 return {0, redis.call('PTTL', key)}

@@ -1,19 +1,19 @@
 -- Release (protocol 2): delete only if the value is ours, and hand the key
 -- to the first waiter in line; a waiter giving up leaves the line.
--- KEYS[1] lock key, KEYS[2] events channel, KEYS[3] waiting line,
--- KEYS[4] line deadlines; ARGV[1] value, ARGV[2] hand-off window (ms)
+-- KEYS[1] lock key, KEYS[2] events channel, KEYS[3] waiting line
+-- ARGV[1] value, ARGV[2] hand-off window (ms), ARGV[3] "1" to announce
+-- "released" when nobody waits
 -- Returns 1 when released, 0 when the key was not ours.
-local key, channel, line, deadlines = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local key, channel, line = KEYS[1], KEYS[2], KEYS[3]
 if redis.call('GET', key) ~= ARGV[1] then
-  line_leave(line, deadlines, ARGV[1])
+  redis.call('ZREM', line, ARGV[1])
   return 0
 end
-local head = line_head(line, deadlines)
+local head = redis.call('ZPOPMIN', line)[1]
 if head then
-  hand_over(key, channel, line, deadlines, head, ARGV[2])
+  hand_over(key, channel, line, head, ARGV[2])
 else
   redis.call('DEL', key)
-  -- For protocol-1 waiters and pkg/election's observers.
-  redis.call('PUBLISH', channel, 'released')
+  if ARGV[3] == '1' then redis.call('PUBLISH', channel, 'released') end
 end
 return 1

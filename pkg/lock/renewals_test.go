@@ -1,0 +1,67 @@
+package lock_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// roundTrips counts the requests a client sends: one per command sent
+// alone, one per pipeline.
+type roundTrips struct{ n atomic.Int64 }
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// 200 leases acquired together renew together: the watchdog sends the
+// renewals that come due within a millisecond in one pipeline, so their
+// round trips are a small fraction of the renewals (one per lease and
+// renewal before: 200 leases renewing 5 times made 1,000).
+func TestRenewalsDueTogetherShareARoundTrip(t *testing.T) {
+	srv, _ := startRedis(t)
+	client := srv.Client(t)
+	hook := &roundTrips{}
+	client.AddHook(hook)
+	reg := prometheus.NewRegistry()
+	l := newLocker(t, client, lock.WithTTL(600*time.Millisecond), lock.WithRenewInterval(100*time.Millisecond), lock.WithMetrics(reg))
+	ctx := ctxTimeout(t, 30*time.Second)
+	const leases = 200
+	for i := range leases {
+		lease, err := l.TryAcquire(ctx, "batched/"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		releaseAtEnd(t, lease)
+	}
+	before := hook.n.Load()
+	time.Sleep(time.Second)
+	trips := hook.n.Load() - before
+	renewed := counterValue(t, reg, "redlease_lock_renewals_total", "ok")
+	t.Logf("%.0f renewals in %d round trips", renewed, trips)
+	if renewed < leases*5 {
+		t.Fatalf("only %.0f renewals of %d leases in 1s at a 100ms interval", renewed, leases)
+	}
+	if float64(trips) > renewed/4 { // 20 renewals per round trip measured, 10 under -race
+		t.Fatalf("%d round trips for %.0f renewals: renewals due together were sent one by one", trips, renewed)
+	}
+}
