@@ -39,7 +39,9 @@ const (
 // NamespaceNotAllowed and an inline lock gets InlineLocksDisabled; with
 // tenant A's Secret, B's lock key, fence counter and channel answer NOPERM;
 // `helm upgrade` adopts the store the first install created, and
-// `helm uninstall` keeps it.
+// `helm uninstall` keeps it. The release's `helm test` hook (its command,
+// as its ServiceAccount) passes, then fails naming the store once its
+// Redis is gone, and naming the manager once that is SIGKILLed.
 func TestHelmInstallWithStore(t *testing.T) {
 	env := kubetest.Start(t, kubetest.WithoutCRDs())
 	admin := env.KubeconfigFile(t)
@@ -58,8 +60,14 @@ func TestHelmInstallWithStore(t *testing.T) {
 		t.Fatalf("helm install did not create ClusterLockStore %s: %v", storeName, err)
 	}
 	sa := serviceAccountOf(t, env.Client, ns)
-	startManager(t, impersonating(t, env, ns, sa), ns, "--allow-inline-locks=false")
+	mgr := startManager(t, impersonating(t, env, ns, sa), ns, "--allow-inline-locks=false")
 	waitStoreReady(t, env.Client, storeName)
+	check := testHook(t, env, "redlease", ns)
+	check.want(t, 0, nil,
+		"ok    crds     redlease.io/v1alpha1 serves ClusterLockStore, DistributedLock, LockStore",
+		"ok    manager  Lease "+ns+"/redlease-manager.redlease.io renewed by",
+		"ok    store    ClusterLockStore "+storeName+" is Ready",
+		"install check passed")
 
 	tenants := []string{"tenant-a", "tenant-b"}
 	for _, tn := range tenants {
@@ -91,6 +99,7 @@ func TestHelmInstallWithStore(t *testing.T) {
 	waitReason(t, env.Client, tenants[0], "inline", v1alpha1.ReasonInlineLocksDisabled)
 
 	tenantCannotReachTheOther(t, env.Client, tenants[0], tenants[1])
+	checkInstallFailures(t, env, check, srv, mgr, ns)
 
 	uid := cs.UID
 	run(t, "helm", "upgrade", "redlease", filepath.Join(root, "charts", "redlease"), "-n", ns, "--kubeconfig", admin, "-f", values)
