@@ -302,6 +302,10 @@ func TestNotes(t *testing.T) {
 		}},
 		{[]string{"--set", "watchNamespaces={billing},crds.enabled=false,crds.keep=false"}, []string{
 			"namespace: billing", "install the DistributedLock CRD yourself",
+			"podRole.create renders that Role",
+		}},
+		{[]string{"--set", "podRole.create=true,podRole.namespaces={billing,reports},podRole.secretNames={redlease-lock-x},podRole.serviceAccounts={settle}"}, []string{
+			"Role redlease-lock-user in billing, reports has exactly that, bound to settle.",
 		}},
 	} {
 		out, err := helmTemplate(t, dir, append(tc.args, "--show-only", "templates/zz-notes.yaml")...)
