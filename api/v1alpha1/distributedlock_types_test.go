@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -86,23 +87,23 @@ func TestInvalidRefused(t *testing.T) {
 		{"addresses and service", obj{"redis": obj{"mode": "Replicated", "addresses": list("redis:6379"), "service": svc}},
 			"spec.redis", "set either addresses or service, not both"},
 		{"standalone with two addresses", obj{"redis": obj{"mode": "Standalone", "addresses": list("a:6379", "b:6379")}},
-			"spec.redis.addresses", "Standalone mode takes exactly one address"},
+			"spec.redis.addresses", "Standalone mode takes exactly one address, not 2 (for a master with replicas use Replicated mode)"},
 		{"standalone with no address", obj{"redis": obj{"mode": "Standalone", "addresses": list()}},
-			"spec.redis.addresses", "Standalone mode takes exactly one address"},
+			"spec.redis.addresses", "Standalone mode takes exactly one address, not 0"},
 		{"replicated with no address", obj{"redis": obj{"mode": "Replicated", "addresses": list()}},
 			"spec.redis.addresses", "Replicated mode needs at least one address"},
 		{"cluster with no seed", obj{"redis": obj{"mode": "Cluster", "addresses": list()}},
 			"spec.redis.addresses", "Cluster mode needs at least one seed address"},
 		{"cluster on database 3", obj{"redis": obj{"mode": "Cluster", "addresses": list("c:6379"), "db": 3}},
-			"spec.redis.db", "Redis Cluster has only database 0"},
+			"spec.redis.db", "Redis Cluster has only database 0, not 3"},
 		{"database 16", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "db": 16}},
 			"spec.redis.db", "less than or equal to 15"},
 		{"redlock with one address", obj{"redis": obj{"mode": "Redlock", "addresses": list("r-0:6379")}},
-			"spec.redis.addresses", "Redlock needs an odd number (3, 5, 7...) of independent nodes"},
+			"spec.redis.addresses", "Redlock needs an odd number (3, 5, 7...) of independent nodes, not 1"},
 		{"redlock with two addresses", obj{"redis": obj{"mode": "Redlock", "addresses": list("r-0:6379", "r-1:6379")}},
-			"spec.redis.addresses", "Redlock needs an odd number (3, 5, 7...) of independent nodes"},
+			"spec.redis.addresses", "Redlock needs an odd number (3, 5, 7...) of independent nodes, not 2"},
 		{"redlock with four addresses", obj{"redis": obj{"mode": "Redlock", "addresses": list("r-0:6379", "r-1:6379", "r-2:6379", "r-3:6379")}},
-			"spec.redis.addresses", "Redlock needs an odd number (3, 5, 7...) of independent nodes"},
+			"spec.redis.addresses", "Redlock needs an odd number (3, 5, 7...) of independent nodes, not 4"},
 		{"redlock with one address twice", obj{"redis": obj{"mode": "Redlock", "addresses": list("r-0:6379", "r-0:6379", "r-1:6379")}},
 			"spec.redis.addresses[1]", "Duplicate value"},
 		// Redlock's membership, and so its quorum, must not follow a
@@ -123,7 +124,7 @@ func TestInvalidRefused(t *testing.T) {
 			"spec.redis", "in Sentinel mode the servers are found through the sentinels"},
 		{"sentinel outside sentinel mode", obj{"redis": obj{"mode": "Replicated", "addresses": list("redis:6379"),
 			"sentinel": obj{"masterName": "mymaster", "addresses": list("s:26379")}}},
-			"spec.redis.sentinel", "is only used in Sentinel mode"},
+			"spec.redis.sentinel", "is only used in Sentinel mode (mode is Replicated)"},
 		{"sentinel without addresses", obj{"redis": obj{"mode": "Sentinel", "sentinel": obj{"masterName": "mymaster", "addresses": list()}}},
 			"spec.redis.sentinel.addresses", "at least 1 items"},
 		{"sentinel without master name", obj{"redis": obj{"mode": "Sentinel", "sentinel": obj{"addresses": list("s:26379")}}},
@@ -180,11 +181,13 @@ func TestInvalidRefused(t *testing.T) {
 			"spec.ttl", "must be a duration such as 30s"},
 		{"ttl negative", obj{"ttl": "-30s", "redis": standalone()},
 			"spec.ttl", "must be a duration such as 30s"},
-		// 2 × renewInterval ≤ 0.99 × ttl − 2ms (issue 10, item 8).
+		// 2 × renewInterval ≤ 0.99 × ttl − 2ms (issue 10, item 8); the
+		// message names both durations and the longest renewInterval the
+		// ttl allows.
 		{"renewInterval equal to ttl", obj{"ttl": "10s", "renewInterval": "10s", "redis": standalone()},
-			"spec.renewInterval", "must leave room for a renewal inside the lease: 2 × renewInterval ≤ 0.99 × ttl − 2ms (e.g. ttl 30s allows up to 14.849s)"},
+			"spec.renewInterval", "must leave room for a renewal inside the lease: 2 × renewInterval ≤ 0.99 × ttl − 2ms, and renewInterval 10s is too long for ttl 10s, which allows up to 4.949s"},
 		{"renewInterval above the default ttl", obj{"renewInterval": "1m", "redis": standalone()},
-			"spec.renewInterval", "must leave room for a renewal inside the lease"},
+			"spec.renewInterval", "renewInterval 1m is too long for ttl 30s, which allows up to 14.849s"},
 		{"renewInterval just shorter than ttl", obj{"ttl": "30s", "renewInterval": "29s", "redis": standalone()},
 			"spec.renewInterval", "must leave room for a renewal inside the lease"},
 		{"renewInterval 1ns past the bound for ttl 30s", obj{"ttl": "30s", "renewInterval": "14.849000001s", "redis": standalone()},
@@ -192,9 +195,13 @@ func TestInvalidRefused(t *testing.T) {
 		{"renewInterval half the default ttl", obj{"renewInterval": "15s", "redis": standalone()},
 			"spec.renewInterval", "must leave room for a renewal inside the lease"},
 		{"renewInterval past the bound for the shortest ttl", obj{"ttl": "100ms", "renewInterval": "48500001ns", "redis": standalone()},
-			"spec.renewInterval", "must leave room for a renewal inside the lease"},
+			"spec.renewInterval", "renewInterval 48500001ns is too long for ttl 100ms, which allows up to 48.500ms"},
 		{"renewInterval past the bound for the longest ttl", obj{"ttl": "24h", "renewInterval": "11h52m48s", "redis": standalone()},
-			"spec.renewInterval", "must leave room for a renewal inside the lease"},
+			"spec.renewInterval", "renewInterval 11h52m48s is too long for ttl 24h, which allows up to 42767.999s"},
+		{"renewInterval past the bound for a ttl in microseconds", obj{"ttl": "1.0001s", "renewInterval": "1s", "redis": standalone()},
+			"spec.renewInterval", "renewInterval 1s is too long for ttl 1.0001s, which allows up to 494.049ms"},
+		{"renewInterval with a ttl too short for any", obj{"ttl": "1ms", "renewInterval": "10ms", "redis": standalone()},
+			"spec.renewInterval", "renewInterval 10ms is too long for ttl 1ms, which leaves no room for any renewal"},
 		{"renewInterval of 100000h", obj{"ttl": "1h", "renewInterval": "100000h", "redis": standalone()},
 			"spec.renewInterval", "must leave room for a renewal inside the lease"},
 		{"renewInterval below 10ms", obj{"renewInterval": "1ms", "redis": standalone()},
@@ -214,13 +221,13 @@ func TestInvalidRefused(t *testing.T) {
 		{"negative waitForReplicas", obj{"redis": obj{"mode": "Replicated", "addresses": three}, "safety": obj{"waitForReplicas": -1}},
 			"spec.safety.waitForReplicas", "greater than or equal to 0"},
 		{"replica guard on standalone", obj{"redis": standalone(), "safety": obj{"minReplicasToWrite": 1}},
-			"spec.safety.minReplicasToWrite", "replica guards need replicas: use them with Replicated, Sentinel or Cluster mode"},
+			"spec.safety.minReplicasToWrite", "replica guards need replicas: use them with Replicated, Sentinel or Cluster mode, not Standalone"},
 		{"replica guard on redlock", obj{"redis": obj{"mode": "Redlock", "addresses": three}, "safety": obj{"minReplicasToWrite": 1}},
-			"spec.safety.minReplicasToWrite", "Standalone and Redlock servers run without replicas"},
+			"spec.safety.minReplicasToWrite", "Cluster mode, not Redlock (Standalone and Redlock servers run without replicas)"},
 		{"waitForReplicas on standalone", obj{"redis": standalone(), "safety": obj{"waitForReplicas": 1}},
-			"spec.safety.waitForReplicas", "waiting for replicas needs replicas"},
+			"spec.safety.waitForReplicas", "waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode, not Standalone"},
 		{"waitForReplicas on redlock", obj{"redis": obj{"mode": "Redlock", "addresses": three}, "safety": obj{"waitForReplicas": 1}},
-			"spec.safety.waitForReplicas", "waiting for replicas needs replicas"},
+			"spec.safety.waitForReplicas", "waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode, not Redlock"},
 		{"manageReplicaSettings without a value", obj{"redis": obj{"mode": "Replicated", "addresses": three}, "safety": obj{"manageReplicaSettings": true}},
 			"spec.safety.minReplicasToWrite", "manageReplicaSettings needs minReplicasToWrite of 1 or more"},
 		{"manageReplicaSettings with zero", obj{"redis": obj{"mode": "Replicated", "addresses": three}, "safety": obj{"manageReplicaSettings": true, "minReplicasToWrite": 0}},
@@ -649,6 +656,37 @@ func TestGoHelpers(t *testing.T) {
 	}
 }
 
+// TestRenewIntervalMessageAgreesWithGo: the longest renewInterval the
+// API server's refusal names for a ttl (computed in CEL) is
+// MaxRenewInterval's (truncated to the microsecond the message shows), and
+// the API server accepts that advice.
+func TestRenewIntervalMessageAgreesWithGo(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	allows := regexp.MustCompile(`which allows up to ([0-9.]+(?:s|ms))$`)
+	for i, ttl := range []string{"100ms", "1.0001s", "7.5s", "10s", "30s", "1h", "24h"} {
+		t.Run(ttl, func(t *testing.T) {
+			err := env.Client.Create(timeout(t), newLock(ns, fmt.Sprintf("renew-%d", i), obj{"ttl": ttl, "renewInterval": ttl, "redis": standalone()}))
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("renewInterval = ttl = %s: %v, want refused", ttl, err)
+			}
+			m := allows.FindStringSubmatch(err.Error())
+			if m == nil {
+				t.Fatalf("the refusal names no longest renewInterval: %v", err)
+			}
+			got, perr := time.ParseDuration(m[1])
+			d, _ := time.ParseDuration(ttl)
+			if want := v1alpha1.MaxRenewInterval(d).Truncate(time.Microsecond); perr != nil || got != want {
+				t.Fatalf("the refusal allows up to %s (%v), MaxRenewInterval(%s) = %v", m[1], perr, ttl, want)
+			}
+			ok := newLock(ns, fmt.Sprintf("renew-ok-%d", i), obj{"ttl": ttl, "renewInterval": got.String(), "redis": standalone()})
+			if err := env.Client.Create(timeout(t), ok); err != nil {
+				t.Errorf("renewInterval %v, the refusal's own advice, refused: %v", got, err)
+			}
+		})
+	}
+}
+
 // TestIdentityImmutable (issue 10, item 4): the fields that make a lock the
 // lock it is cannot change on a live object, including by adding or
 // removing an optional field; everything else still can.
@@ -663,7 +701,6 @@ func TestIdentityImmutable(t *testing.T) {
 	}
 	// The key's rule is the lock's; the topology's are RedisSpec's, shared
 	// with LockStore and ClusterLockStore (see lockstore_types_test.go).
-	const moveIt = "is immutable: delete and re-create the lock to move it"
 	const moveServers = "is immutable: delete and re-create the lock or store to move it"
 	cases := []struct {
 		name  string
@@ -673,19 +710,23 @@ func TestIdentityImmutable(t *testing.T) {
 		msg   string
 	}{
 		{"key changed", obj{"key": "billing/a", "redis": standalone()}, obj{"key": "billing/b"},
-			"spec.key", "key " + moveIt},
+			"spec.key", `key is immutable ("billing/a" to "billing/b"): delete and re-create the lock to move it`},
+		// The keys are quoted: a control character stays visible and
+		// cannot break the message's line.
+		{"key changed to one with a tab", obj{"key": "billing/a", "redis": standalone()}, obj{"key": "billing/\ta"},
+			"spec.key", `key is immutable ("billing/a" to "billing/\ta")`},
 		{"key set", obj{"redis": standalone()}, obj{"key": "billing/b"},
-			"spec.key", "key " + moveIt},
+			"spec.key", "key is immutable (setting it counts): delete and re-create the lock to move it"},
 		{"key removed", obj{"key": "billing/a", "redis": standalone()}, obj{"key": nil},
-			"spec.key", "key " + moveIt},
+			"spec.key", "key is immutable (removing it counts): delete and re-create the lock to move it"},
 		{"mode changed", obj{"redis": standalone()}, obj{"redis": obj{"mode": "Replicated"}},
 			"spec.redis.mode", "mode is immutable (Standalone to Replicated): delete and re-create the lock or store to move it"},
 		{"db set", obj{"redis": standalone()}, obj{"redis": obj{"db": 1}},
-			"spec.redis.db", "db is immutable (absent is 0): delete and re-create the lock or store to move it"},
+			"spec.redis.db", "db is immutable (0 to 1; absent is 0): delete and re-create the lock or store to move it"},
 		{"db changed", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "db": 2}}, obj{"redis": obj{"db": 3}},
-			"spec.redis.db", "db is immutable (absent is 0): delete and re-create"},
+			"spec.redis.db", "db is immutable (2 to 3; absent is 0): delete and re-create"},
 		{"db removed", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "db": 2}}, obj{"redis": obj{"db": nil}},
-			"spec.redis.db", "db is immutable (absent is 0): delete and re-create"},
+			"spec.redis.db", "db is immutable (2 to 0; absent is 0): delete and re-create"},
 		{"address changed", obj{"redis": standalone()}, obj{"redis": obj{"addresses": list("other:6379")}},
 			"spec.redis.addresses", "addresses " + moveServers},
 		{"address added", obj{"redis": replicated("r-0:6379")}, obj{"redis": obj{"addresses": list("r-0:6379", "r-1:6379")}},
@@ -696,9 +737,9 @@ func TestIdentityImmutable(t *testing.T) {
 		{"addresses replaced by a service", obj{"redis": standalone()}, obj{"redis": obj{"addresses": nil, "service": svc}},
 			"spec.redis.addresses", "addresses " + moveServers},
 		{"service replaced by addresses", obj{"redis": obj{"mode": "Standalone", "service": svc}}, obj{"redis": obj{"service": nil, "addresses": list("redis:6379")}},
-			"spec.redis.service", "service " + moveServers},
+			"spec.redis.service", "service is immutable (adding or removing it counts): delete and re-create the lock or store to move it"},
 		{"service port changed", obj{"redis": obj{"mode": "Standalone", "service": svc}}, obj{"redis": obj{"service": obj{"port": 6380}}},
-			"spec.redis.service", "service " + moveServers},
+			"spec.redis.service", "service is immutable (redis:6379 to redis:6380): delete and re-create the lock or store to move it"},
 		{"sentinel master renamed", obj{"redis": sentinel("mymaster", "s-0:26379")}, obj{"redis": obj{"sentinel": obj{"masterName": "other"}}},
 			"spec.redis.sentinel.masterName", "sentinel.masterName is immutable (mymaster to other): delete and re-create the lock or store to move it"},
 		{"sentinel replaced by addresses", obj{"redis": sentinel("mymaster", "s-0:26379")}, obj{"redis": obj{"mode": "Replicated", "sentinel": nil, "addresses": list("r-0:6379")}},

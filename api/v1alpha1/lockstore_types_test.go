@@ -205,9 +205,9 @@ func TestStoresInvalidRefused(t *testing.T) {
 		{kindLS, "waitForReplicas", obj{"redis": replicatedOn("r-0:6379"), "safety": obj{"waitForReplicas": 1}},
 			"spec.safety.waitForReplicas", perLock},
 		{kindLS, "minReplicasToWrite on Standalone", obj{"redis": standalone(), "safety": obj{"minReplicasToWrite": 1}},
-			"spec.safety.minReplicasToWrite", needsRepl},
+			"spec.safety.minReplicasToWrite", needsRepl + ", not Standalone"},
 		{kindLS, "minReplicasToWrite on Redlock", obj{"redis": redlockOn(), "safety": obj{"minReplicasToWrite": 1, "manageReplicaSettings": true}},
-			"spec.safety.minReplicasToWrite", needsRepl},
+			"spec.safety.minReplicasToWrite", needsRepl + ", not Redlock"},
 		{kindLS, "manageReplicaSettings without a value", obj{"redis": replicatedOn("r-0:6379"), "safety": obj{"manageReplicaSettings": true}},
 			"spec.safety.minReplicasToWrite", "manageReplicaSettings needs minReplicasToWrite of 1 or more"},
 		{kindLS, "clientAuth username without password", obj{"redis": standalone(), "clientAuth": obj{"username": "locks"}},
@@ -249,9 +249,9 @@ func TestStoresInvalidRefused(t *testing.T) {
 		{kindCLS, "waitForReplicas", obj{"redis": sentinelOn("locks", nil), "safety": obj{"minReplicasToWrite": 1, "waitForReplicas": 1}},
 			"spec.safety.waitForReplicas", perLock},
 		{kindCLS, "minReplicasToWrite on Standalone", obj{"redis": standalone(), "safety": obj{"minReplicasToWrite": 1}},
-			"spec.safety.minReplicasToWrite", needsRepl},
+			"spec.safety.minReplicasToWrite", needsRepl + ", not Standalone"},
 		{kindCLS, "minReplicasToWrite on Redlock", obj{"redis": redlockOn(), "safety": obj{"minReplicasToWrite": 2}},
-			"spec.safety.minReplicasToWrite", needsRepl},
+			"spec.safety.minReplicasToWrite", needsRepl + ", not Redlock"},
 		// clientAuth is for isolation None; absent tenants count as ACL.
 		{kindCLS, "clientAuth under isolation ACL", obj{"redis": standalone(), "clientAuth": auth(inNS(authRef)), "tenants": obj{"isolation": "ACL"}},
 			"spec.clientAuth", aclAuth},
@@ -429,8 +429,10 @@ func TestStoresIdentityImmutable(t *testing.T) {
 	ns := env.Namespace(t)
 
 	const moveServers = "is immutable: delete and re-create the lock or store to move it"
-	const moveLock = "is immutable: delete and re-create the lock to move it"
-	const isolation = "tenants.isolation is immutable: create another store to change how tenants are kept apart"
+	const moveLock = "delete and re-create the lock to move it"
+	isolation := func(from, to string) string {
+		return "tenants.isolation is immutable (" + from + " to " + to + "): create another store to change how tenants are kept apart"
+	}
 	type change struct {
 		name  string
 		spec  obj    // created with
@@ -439,15 +441,15 @@ func TestStoresIdentityImmutable(t *testing.T) {
 		msg   string
 	}
 	// The topology's identity, on each of the three kinds (svc is the
-	// kind's Service reference).
-	topology := func(svc obj) []change {
+	// kind's Service reference, shown in messages as svcShown).
+	topology := func(svc obj, svcShown string) []change {
 		return []change{
 			{"mode changed", obj{"redis": standalone()}, obj{"redis": obj{"mode": "Replicated"}},
 				"spec.redis.mode", "mode is immutable (Standalone to Replicated): delete and re-create the lock or store to move it"},
 			{"db set", obj{"redis": standalone()}, obj{"redis": obj{"db": 1}},
-				"spec.redis.db", "db is immutable (absent is 0): delete and re-create the lock or store to move it"},
+				"spec.redis.db", "db is immutable (0 to 1; absent is 0): delete and re-create the lock or store to move it"},
 			{"db removed", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "db": 2}}, obj{"redis": obj{"db": nil}},
-				"spec.redis.db", "db is immutable (absent is 0)"},
+				"spec.redis.db", "db is immutable (2 to 0; absent is 0)"},
 			{"address changed", obj{"redis": standalone()}, obj{"redis": obj{"addresses": list("other:6379")}},
 				"spec.redis.addresses", "addresses " + moveServers},
 			{"address added", obj{"redis": replicatedOn("r-0:6379")}, obj{"redis": obj{"addresses": list("r-0:6379", "r-1:6379")}},
@@ -455,7 +457,7 @@ func TestStoresIdentityImmutable(t *testing.T) {
 			{"addresses replaced by a service", obj{"redis": standalone()}, obj{"redis": obj{"addresses": nil, "service": svc}},
 				"spec.redis.addresses", "addresses " + moveServers},
 			{"service port changed", obj{"redis": serviceOn(svc)}, obj{"redis": obj{"service": obj{"port": 6380}}},
-				"spec.redis.service", "service " + moveServers},
+				"spec.redis.service", "service is immutable (" + svcShown + ":6379 to " + svcShown + ":6380): delete and re-create the lock or store to move it"},
 			{"sentinel master renamed", obj{"redis": sentinelOn("locks", nil)}, obj{"redis": obj{"sentinel": obj{"masterName": "other"}}},
 				"spec.redis.sentinel.masterName", "sentinel.masterName is immutable (locks to other): delete and re-create the lock or store to move it"},
 
@@ -466,7 +468,7 @@ func TestStoresIdentityImmutable(t *testing.T) {
 		}
 	}
 	cases := map[string][]change{
-		kindLock: append(topology(obj{"name": "redis", "port": 6379}),
+		kindLock: append(topology(obj{"name": "redis", "port": 6379}, "redis"),
 			change{"storeRef renamed", obj{"storeRef": lsRef}, obj{"storeRef": obj{"name": "other"}},
 				"spec.storeRef", "storeRef is immutable (LockStore/team-redis to LockStore/other): delete and re-create the lock to move it"},
 			change{"storeRef kind changed", obj{"storeRef": lsRef}, obj{"storeRef": obj{"kind": "ClusterLockStore"}},
@@ -476,32 +478,33 @@ func TestStoresIdentityImmutable(t *testing.T) {
 			change{"redis replaced by storeRef", obj{"redis": standalone()}, obj{"redis": nil, "storeRef": clsRef},
 				"spec.storeRef", "storeRef is immutable (switching between storeRef and redis counts): delete and re-create the lock to move it"},
 			change{"key changed on a store", obj{"storeRef": clsRef, "key": "payouts/a"}, obj{"key": "payouts/b"},
-				"spec.key", "key " + moveLock},
+				"spec.key", `key is immutable ("payouts/a" to "payouts/b"): ` + moveLock},
 			change{"key set on a store", obj{"storeRef": clsRef}, obj{"key": "payouts/b"},
-				"spec.key", "key " + moveLock},
+				"spec.key", "key is immutable (setting it counts): " + moveLock},
 			change{"key removed on a store", obj{"storeRef": lsRef, "key": "payouts/a"}, obj{"key": nil},
-				"spec.key", "key " + moveLock},
+				"spec.key", "key is immutable (removing it counts): " + moveLock},
 			change{"lease settings changed on a store", obj{"storeRef": clsRef, "key": "payouts/a"},
 				obj{"ttl": "1m", "renewInterval": "20s", "safety": obj{"waitForReplicas": 1}, "fencing": obj{"enabled": false}}, "", ""},
 		),
-		kindLS: append(topology(obj{"name": "redis", "port": 6379}),
+		kindLS: append(topology(obj{"name": "redis", "port": 6379}, "redis"),
 			change{"credentials, TLS and guard changed", obj{"redis": replicatedOn("r-0:6379")},
 				obj{"redis": obj{"tls": obj{"enabled": true, "caSecretRef": obj{"name": "ca", "key": "ca.crt"}}},
 					"clientAuth": auth(authRef), "controllerAuth": auth(obj{"name": "admin", "key": "password"}),
 					"safety": obj{"minReplicasToWrite": 1, "manageReplicaSettings": true}}, "", ""},
 		),
-		kindCLS: append(topology(obj{"namespace": "redis", "name": "redis", "port": 6379}),
+		kindCLS: append(topology(obj{"namespace": "redis", "name": "redis", "port": 6379}, "redis/redis"),
 			change{"service moved to another namespace", obj{"redis": serviceOn(inNS(obj{"name": "redis", "port": 6379}))},
 				obj{"redis": obj{"service": obj{"namespace": "cache"}}},
-				"spec.redis.service", "service " + moveServers},
+				"spec.redis.service", "service is immutable (redis/redis:6379 to cache/redis:6379): delete and re-create the lock or store to move it"},
 			change{"isolation ACL to None", obj{"redis": standalone(), "tenants": obj{"isolation": "ACL"}}, obj{"tenants": obj{"isolation": "None"}},
-				"spec.tenants.isolation", isolation},
+				"spec.tenants.isolation", isolation("ACL", "None")},
 			change{"isolation None to ACL", obj{"redis": standalone(), "tenants": obj{"isolation": "None"}}, obj{"tenants": obj{"isolation": "ACL"}},
-				"spec.tenants.isolation", isolation},
+				"spec.tenants.isolation", isolation("None", "ACL")},
+			// Absent tenants count as the default, ACL.
 			change{"tenants added under None", obj{"redis": standalone()}, obj{"tenants": obj{"isolation": "None"}},
-				"spec.tenants.isolation", isolation},
+				"spec.tenants.isolation", isolation("ACL", "None")},
 			change{"tenants under None removed", obj{"redis": standalone(), "tenants": obj{"isolation": "None"}}, obj{"tenants": nil},
-				"spec.tenants.isolation", isolation},
+				"spec.tenants.isolation", isolation("None", "ACL")},
 			change{"tenants added under the default", obj{"redis": standalone()}, obj{"tenants": obj{"namespaceSelector": obj{}}}, "", ""},
 			change{"tenants under ACL removed", obj{"redis": standalone(), "tenants": obj{}}, obj{"tenants": nil}, "", ""},
 			change{"namespaceSelector changed", obj{"redis": standalone(), "tenants": obj{"namespaceSelector": obj{"matchLabels": obj{"a": "b"}}}},

@@ -7,9 +7,6 @@ package lockctl
 
 import (
 	"context"
-	"fmt"
-
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/pkg/kube"
@@ -19,11 +16,9 @@ import (
 // openKube opens the DistributedLock namespace/name through pkg/kube: the
 // same path as a pod's, the lock's status and the one Secret it names.
 func openKube(ctx context.Context, kubeconfig, namespace, name string, opts []lock.Option) (*locker, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := restConfig(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+		return nil, err
 	}
 	l, err := kube.NewLocker(ctx, cfg, namespace, name, opts...)
 	if err != nil {

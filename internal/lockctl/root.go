@@ -19,18 +19,19 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		Long: `lockctl takes redlease locks: declared by a DistributedLock resource
 (--lock NAMESPACE/NAME, through the Kubernetes API), or directly on Redis
 (--redis URL --key K; several URLs mean Redlock over independent nodes).
+'lockctl check install' checks an installation of the operator.
 
-Exit codes: 0 success; 1 error; 2 usage; 3 lock held (--wait ran out);
-4 lease lost while the command ran; 5 DistributedLock not Ready;
-127 command not found; otherwise the command's own exit code (128+N when
-killed by signal N).`,
+Exit codes: 0 success; 1 error (check: a check did not pass); 2 usage;
+3 lock held (--wait ran out); 4 lease lost while the command ran;
+5 DistributedLock not Ready; 127 command not found; otherwise the
+command's own exit code (128+N when killed by signal N).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exit(ExitUsage, err) })
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(stderr), newStatusCommand(stdout), newAcquireCommand(stdout), newInstallCommand(stdout))
+	root.AddCommand(newRunCommand(stderr), newStatusCommand(stdout), newAcquireCommand(stdout), newInstallCommand(stdout), newCheckCommand(stdout))
 	return root
 }
 

@@ -47,17 +47,13 @@ func TestMain(m *testing.M) {
 }
 
 // podConfig returns a rest.Config that acts as a pod's ServiceAccount holding
-// only the Role docs/library.md documents: get/list/watch on distributedlocks and
-// get on the one Secret. The tests prove that Role is enough.
+// only the Role docs/library.md documents and the chart's podRole renders
+// (kubetest.LockUserRules): get/list/watch on distributedlocks and get on
+// the one Secret. The tests prove that Role is enough.
 func podConfig(t *testing.T, env *kubetest.Env, ns string, secrets ...string) *rest.Config {
 	t.Helper()
 	ctx := t.Context()
-	rules := []rbacv1.PolicyRule{{
-		APIGroups: []string{"redlease.io"}, Resources: []string{"distributedlocks"}, Verbs: []string{"get", "list", "watch"},
-	}}
-	if len(secrets) > 0 {
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: secrets})
-	}
+	rules := kubetest.LockUserRules(secrets...)
 	objs := []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "worker", Namespace: ns}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "lock-user", Namespace: ns}, Rules: rules},

@@ -99,9 +99,24 @@ func impersonating(t *testing.T, env *kubetest.Env, ns, name string) string {
 	return path
 }
 
+// managerProcess is a manager startManager started.
+type managerProcess struct {
+	cmd *exec.Cmd
+	log *bytes.Buffer
+}
+
+// kill SIGKILLs the manager, as a crash or an OOM kill would: it releases
+// nothing (its leader election Lease stays as it last wrote it).
+func (m *managerProcess) kill(t *testing.T) {
+	t.Helper()
+	if err := m.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // startManager runs bin/manager out of cluster with the given kubeconfig
 // and the arguments the installed Deployment gives it, then extra.
-func startManager(t *testing.T, kubeconfig, namespace string, extra ...string) *bytes.Buffer {
+func startManager(t *testing.T, kubeconfig, namespace string, extra ...string) *managerProcess {
 	t.Helper()
 	var log bytes.Buffer
 	// Not t.Context(): that is cancelled before the cleanup below, which
@@ -129,7 +144,7 @@ func startManager(t *testing.T, kubeconfig, namespace string, extra ...string) *
 			t.Logf("manager log:\n%s", log.String())
 		}
 	})
-	return &log
+	return &managerProcess{cmd: cmd, log: &log}
 }
 
 // localTopologies start the Redis servers the samples are rewritten to.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -35,11 +36,13 @@ const (
 // redlease.io/locks=true), inline locks off. It then shows, as a platform
 // team would check it: the store becomes Ready; two tenant namespaces take
 // their locks through lockctl run as a ServiceAccount holding only the
-// documented pod Role; a third, unlabelled namespace gets
+// documented pod Role, which the chart renders there (podRole); a third, unlabelled namespace gets
 // NamespaceNotAllowed and an inline lock gets InlineLocksDisabled; with
 // tenant A's Secret, B's lock key, fence counter and channel answer NOPERM;
 // `helm upgrade` adopts the store the first install created, and
-// `helm uninstall` keeps it.
+// `helm uninstall` keeps it. The release's `helm test` hook (its command,
+// as its ServiceAccount) passes, then fails naming the store once its
+// Redis is gone, and naming the manager once that is SIGKILLed.
 func TestHelmInstallWithStore(t *testing.T) {
 	env := kubetest.Start(t, kubetest.WithoutCRDs())
 	admin := env.KubeconfigFile(t)
@@ -51,20 +54,29 @@ func TestHelmInstallWithStore(t *testing.T) {
 	}
 
 	const ns = "redlease-system"
-	values := storeValues(t, srv.Addr())
+	tenants := []string{"tenant-a", "tenant-b"}
+	for _, tn := range tenants { // before the install: podRole renders into them
+		createNamespace(t, env.Client, tn, map[string]string{tenantLabel: "true"})
+		if err := env.Client.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: tn, Name: lockUser}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	values := storeValues(t, srv.Addr(), tenants)
 	run(t, "helm", "install", "redlease", filepath.Join(root, "charts", "redlease"), "-n", ns, "--create-namespace", "--kubeconfig", admin, "-f", values)
 	var cs v1alpha1.ClusterLockStore
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: storeName}, &cs); err != nil {
 		t.Fatalf("helm install did not create ClusterLockStore %s: %v", storeName, err)
 	}
 	sa := serviceAccountOf(t, env.Client, ns)
-	startManager(t, impersonating(t, env, ns, sa), ns, "--allow-inline-locks=false")
+	mgr := startManager(t, impersonating(t, env, ns, sa), ns, "--allow-inline-locks=false")
 	waitStoreReady(t, env.Client, storeName)
+	check := testHook(t, env, "redlease", ns)
+	check.want(t, 0, nil,
+		"ok    crds     redlease.io/v1alpha1 serves ClusterLockStore, DistributedLock, LockStore",
+		"ok    manager  Lease "+ns+"/redlease-manager.redlease.io renewed by",
+		"ok    store    ClusterLockStore "+storeName+" is Ready",
+		"install check passed")
 
-	tenants := []string{"tenant-a", "tenant-b"}
-	for _, tn := range tenants {
-		createNamespace(t, env.Client, tn, map[string]string{tenantLabel: "true"})
-	}
 	createNamespace(t, env.Client, "outsider", nil)
 	for _, tn := range append(tenants, "outsider") {
 		onStore := v1alpha1.DistributedLockSpec{Key: "settlement", TTL: &metav1.Duration{Duration: 10 * time.Second},
@@ -91,6 +103,7 @@ func TestHelmInstallWithStore(t *testing.T) {
 	waitReason(t, env.Client, tenants[0], "inline", v1alpha1.ReasonInlineLocksDisabled)
 
 	tenantCannotReachTheOther(t, env.Client, tenants[0], tenants[1])
+	checkInstallFailures(t, env, check, srv, mgr, ns)
 
 	uid := cs.UID
 	run(t, "helm", "upgrade", "redlease", filepath.Join(root, "charts", "redlease"), "-n", ns, "--kubeconfig", admin, "-f", values)
@@ -114,11 +127,13 @@ func TestHelmInstallWithStore(t *testing.T) {
 
 // storeValues writes the chart values of a multi-tenant install whose store
 // is srv: the controller authenticates as the server's default user (the
-// only user with ACL rights there), tenants get their own users.
-func storeValues(t *testing.T, addr string) string {
+// only user with ACL rights there), tenants get their own users, and the
+// ServiceAccount lock-user of each tenant namespace the pod Role.
+func storeValues(t *testing.T, addr string, tenants []string) string {
 	t.Helper()
 	values := map[string]any{
 		"controller": map[string]any{"allowInlineLocks": false},
+		"podRole":    map[string]any{"create": true, "namespaces": tenants, "serviceAccounts": []string{lockUser}},
 		"clusterLockStore": map[string]any{
 			"enabled": true,
 			"name":    storeName,
@@ -144,28 +159,29 @@ func storeValues(t *testing.T, addr string) string {
 	return path
 }
 
-// podKubeconfig is a kubeconfig acting as a ServiceAccount of ns that holds
-// exactly the Role docs/operator.md gives lock-using pods: read its
-// DistributedLocks and the one credentials Secret their status names.
+// lockUser is the ServiceAccount of a tenant's pods, bound to podRole.
+const lockUser = "lock-user"
+
+// podKubeconfig is a kubeconfig acting as the ServiceAccount lock-user of
+// ns, which holds only the Role the chart's podRole rendered there: the
+// rules docs/library.md documents for lock-using pods (checked here against
+// kubetest.LockUserRules, which the pkg/kube tests run with; the chart's
+// rendering of them is checked in test/helm).
 func podKubeconfig(t *testing.T, env *kubetest.Env, ns string) string {
 	t.Helper()
-	const name = "lock-user"
-	objs := []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"distributedlocks"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{tenantSecret}, Verbs: []string{"get"}},
-		}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}},
+	var role rbacv1.Role
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "redlease-lock-user"}, &role); err != nil {
+		t.Fatalf("podRole did not render its Role in %s: %v", ns, err)
 	}
-	for _, o := range objs {
-		if err := env.Client.Create(t.Context(), o); err != nil {
-			t.Fatal(err)
-		}
+	if want := kubetest.LockUserRules(tenantSecret); !reflect.DeepEqual(role.Rules, want) {
+		t.Fatalf("Role %s/%s rules = %+v, want kubetest.LockUserRules(%s) = %+v", ns, role.Name, role.Rules, tenantSecret, want)
 	}
-	return impersonating(t, env, ns, name)
+	var rb rbacv1.RoleBinding
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "redlease-lock-user"}, &rb); err != nil ||
+		len(rb.Subjects) != 1 || rb.Subjects[0].Name != lockUser || rb.RoleRef.Name != role.Name {
+		t.Fatalf("podRole's RoleBinding in %s: %v %+v", ns, err, rb)
+	}
+	return impersonating(t, env, ns, lockUser)
 }
 
 // tenantCannotReachTheOther connects as a pod of namespace a does, with only

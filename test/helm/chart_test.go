@@ -76,6 +76,11 @@ func checkDefaultObjects(t *testing.T, m *manifest) {
 		"Service":                  {namespace + "/" + metricsSvc},
 		"Deployment":               {namespace + "/" + managerName},
 	}
+	// The helm test hook (TestInstallCheckHook).
+	want["ServiceAccount"] = append(want["ServiceAccount"], namespace+"/"+testSA)
+	want["Role"] = append(want["Role"], namespace+"/"+testSA)
+	want["RoleBinding"] = append(want["RoleBinding"], namespace+"/"+testSA)
+	want["Pod"] = []string{namespace + "/" + testPod}
 	got := map[string][]string{}
 	for _, o := range m.objs {
 		got[o.GetKind()] = append(got[o.GetKind()], o.GetNamespace()+"/"+o.GetName())
@@ -198,11 +203,14 @@ func checkDefaultSelectors(t *testing.T, m *manifest) {
 }
 
 // checkBindingSubjects: bindings name the ServiceAccount that the Deployment
-// runs as.
+// runs as (the test hook's bind its own: TestInstallCheckHook).
 func checkBindingSubjects(t *testing.T, m *manifest) {
 	t.Helper()
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
 		for _, o := range m.ofKind(kind) {
+			if isHook(o) {
+				continue
+			}
 			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
 			want := []any{map[string]any{"kind": "ServiceAccount", "name": managerName, "namespace": namespace}}
 			if !reflect.DeepEqual(subjects, want) {
@@ -630,6 +638,8 @@ func checkTyped(t *testing.T, o *unstructured.Unstructured) {
 		into[networkingv1.NetworkPolicy](t, o)
 	case "ClusterLockStore":
 		into[v1alpha1.ClusterLockStore](t, o)
+	case "Pod":
+		into[corev1.Pod](t, o)
 	}
 }
 

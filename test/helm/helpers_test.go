@@ -204,6 +204,13 @@ func (m *manifest) kinds() []string {
 	return out
 }
 
+// isHook reports whether the object is a Helm hook (created by helm test,
+// helm install... at their moment, not a release object).
+func isHook(o *unstructured.Unstructured) bool {
+	_, ok := o.GetAnnotations()["helm.sh/hook"]
+	return ok
+}
+
 // into converts an object into a typed one, refusing unknown fields (a
 // misspelled or misplaced field in a template fails here).
 func into[T any](t *testing.T, u *unstructured.Unstructured) *T {

@@ -3,6 +3,7 @@ package helm_test
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -36,6 +37,11 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{[]string{"--set", "extraEnv[0].name=A,extraEnv[0].value=2"}, []string{"/extraEnv/0/value", "want string"}},
 		{[]string{"--set", "resources.requests.cpu=lots"}, []string{"/resources/requests/cpu"}},
 		{[]string{"--set", "logging.encoder=xml"}, []string{"/logging/encoder"}},
+		{[]string{"--set", "tests.enabled=maybe"}, []string{"/tests/enabled", "want boolean"}},
+		{[]string{"--set", "tests.timeout=ten"}, []string{"/tests/timeout"}},
+		{[]string{"--set", "tests.resources.limits.memory=lots"}, []string{"/tests/resources/limits/memory"}},
+		{[]string{"--set", "tests.image=x"}, []string{"/tests", "additional properties 'image' not allowed"}},
+		{[]string{"--set", "lockctl.image.pullPolicy=Sometimes"}, []string{"/lockctl/image/pullPolicy"}},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
@@ -292,9 +298,14 @@ func TestNotes(t *testing.T) {
 			"kind: DistributedLock", "kubectl get dlock",
 			"redlease/lockctl:" + chartAppVersion(t), `"/lockctl", "install"`, "lockctl run --lock",
 			"make image", "helm uninstall` keeps the CRD",
+			"helm test redlease -n redlease-system",
 		}},
 		{[]string{"--set", "watchNamespaces={billing},crds.enabled=false,crds.keep=false"}, []string{
 			"namespace: billing", "install the DistributedLock CRD yourself",
+			"podRole.create renders that Role",
+		}},
+		{[]string{"--set", "podRole.create=true,podRole.namespaces={billing,reports},podRole.secretNames={redlease-lock-x},podRole.serviceAccounts={settle}"}, []string{
+			"Role redlease-lock-user in billing, reports has exactly that, bound to settle.",
 		}},
 	} {
 		out, err := helmTemplate(t, dir, append(tc.args, "--show-only", "templates/zz-notes.yaml")...)
@@ -313,6 +324,25 @@ func TestNotes(t *testing.T) {
 		}
 		if strings.Contains(text, "<no value>") {
 			t.Errorf("NOTES.txt renders <no value>:\n%s", text)
+		}
+	}
+}
+
+// TestLintStrict: `helm lint --strict` (what `make helm-lint` runs) passes
+// with the default values and every ci/*-values.yaml (each new value is
+// set in one of them).
+func TestLintStrict(t *testing.T) {
+	t.Parallel()
+	sets, _ := filepath.Glob(filepath.Join(chartDir(t), "ci", "*-values.yaml"))
+	for _, args := range append([][]string{nil}, func() (out [][]string) {
+		for _, f := range sets {
+			out = append(out, []string{"-f", f})
+		}
+		return out
+	}()...) {
+		cmd := exec.CommandContext(t.Context(), helmBin(t), append([]string{"lint", "--strict", chartDir(t)}, args...)...) //nolint:gosec // G204: bin/helm, built from source by make tools
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("helm lint --strict %v: %v\n%s", args, err, out)
 		}
 	}
 }

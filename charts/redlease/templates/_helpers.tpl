@@ -137,3 +137,51 @@ install still needs cluster-wide. Empty when no rule names one.
 {{- define "redlease.metricsServiceName" -}}
 {{- include "redlease.derivedName" (dict "ctx" . "suffix" "controller-manager-metrics") }}
 {{- end }}
+
+{{/*
+The rules of the Role lock-using pods need (pkg/kube, lockctl --lock), for
+a list of credentials Secret names: get, list and watch DistributedLocks,
+and get those Secrets only. The one chart definition of them: podRole
+renders it in every namespace; internal/kubetest.LockUserRules is the Go
+side, and test/helm checks that they and docs/library.md agree.
+*/}}
+{{- define "redlease.podRoleRules" -}}
+- apiGroups:
+  - redlease.io
+  resources:
+  - distributedlocks
+  verbs:
+  - get
+  - list
+  - watch
+- apiGroups:
+  - ""
+  resources:
+  - secrets
+  resourceNames:
+  {{- range . }}
+  - {{ . | quote }}
+  {{- end }}
+  verbs:
+  - get
+{{- end }}
+
+{{/*
+The credentials Secrets podRole grants: the chart's ClusterLockStore's
+("redlease-<name>", the name the controller gives it) and
+podRole.secretNames.
+*/}}
+{{- define "redlease.podRoleSecrets" -}}
+{{- $names := list }}
+{{- if .Values.clusterLockStore.enabled }}
+{{- $derived := printf "redlease-%s" .Values.clusterLockStore.name }}
+{{- if gt (len $derived) 253 }}
+{{- fail (printf "podRole: the credentials Secret of ClusterLockStore %s has a hashed name (longer than 253 characters): put it in podRole.secretNames" .Values.clusterLockStore.name) }}
+{{- end }}
+{{- $names = append $names $derived }}
+{{- end }}
+{{- range .Values.podRole.secretNames }}
+{{- $names = append $names . }}
+{{- end }}
+{{- toYaml (uniq $names) }}
+{{- end }}

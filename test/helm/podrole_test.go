@@ -1,0 +1,129 @@
+package helm_test
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/redlease/redlease/internal/kubetest"
+)
+
+const podRoleName = "redlease-lock-user"
+
+// TestPodRole: podRole renders, in each namespace listed, a Role with
+// exactly the rules lock-using pods need (kubetest.LockUserRules, the rules
+// the pkg/kube tests prove enough), granting the chart's ClusterLockStore's
+// credentials Secret and the ones listed, and RoleBindings to the
+// ServiceAccounts listed; none by default.
+func TestPodRole(t *testing.T) {
+	t.Parallel()
+	for _, o := range render(t, "-f", chartDir(t)+"/"+storesValues).objs {
+		if o.GetName() == podRoleName {
+			t.Errorf("%s %s/%s rendered without podRole.create", o.GetKind(), o.GetNamespace(), o.GetName())
+		}
+	}
+	m := render(t, "-f", chartDir(t)+"/"+storesValues,
+		"--set", "podRole.create=true,podRole.namespaces={billing,reports},podRole.serviceAccounts={settle,report}",
+		"--set", "podRole.secretNames={redlease-lock-nightly,redlease-shared}")
+	want := kubetest.LockUserRules("redlease-shared", "redlease-lock-nightly")
+	for _, ns := range []string{"billing", "reports"} {
+		r := into[rbacv1.Role](t, m.must("Role", ns, podRoleName))
+		if !equalRules(r.Rules, want) {
+			t.Errorf("Role %s/%s rules = %+v, want kubetest.LockUserRules: %+v", ns, podRoleName, r.Rules, want)
+		}
+		rb := into[rbacv1.RoleBinding](t, m.must("RoleBinding", ns, podRoleName))
+		if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != podRoleName {
+			t.Errorf("RoleBinding %s/%s roleRef = %+v", ns, podRoleName, rb.RoleRef)
+		}
+		wantSubjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "settle", Namespace: ns}, {Kind: "ServiceAccount", Name: "report", Namespace: ns}}
+		if len(rb.Subjects) != 2 || rb.Subjects[0] != wantSubjects[0] || rb.Subjects[1] != wantSubjects[1] {
+			t.Errorf("RoleBinding %s/%s subjects = %+v, want %+v", ns, podRoleName, rb.Subjects, wantSubjects)
+		}
+	}
+	if m.find("Role", namespace, podRoleName) != nil {
+		t.Errorf("podRole rendered in the release namespace, which podRole.namespaces does not list")
+	}
+
+	// Secrets listed without the chart's store; no ServiceAccounts: the
+	// Role alone.
+	m = render(t, "--set", "podRole.create=true,podRole.namespaces={billing},podRole.secretNames={redlease-lockstore-team}")
+	r := into[rbacv1.Role](t, m.must("Role", "billing", podRoleName))
+	if want := kubetest.LockUserRules("redlease-lockstore-team"); !equalRules(r.Rules, want) {
+		t.Errorf("Role rules = %+v, want %+v", r.Rules, want)
+	}
+	if m.find("RoleBinding", "billing", podRoleName) != nil {
+		t.Errorf("without podRole.serviceAccounts: a RoleBinding %s in billing", podRoleName)
+	}
+}
+
+// TestPodRoleRefusals: podRole never renders a Role that could get every
+// Secret, or none, and says what is missing.
+func TestPodRoleRefusals(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("s", 245)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set", "podRole.create=true,podRole.secretNames={redlease-shared}"}, "podRole.create needs podRole.namespaces"},
+		{[]string{"--set", "podRole.create=true,podRole.namespaces={billing}"}, "podRole.create needs a credentials Secret to grant"},
+		{[]string{"--set", "podRole.create=true,podRole.namespaces={billing},podRole.secretNames={x},rbac.create=false"}, "podRole.create needs rbac.create"},
+		{[]string{"-f", chartDir(t) + "/" + storesValues, "--set", "podRole.create=true,podRole.namespaces={billing},clusterLockStore.name=" + long},
+			"has a hashed name (longer than 253 characters): put it in podRole.secretNames"},
+		{[]string{"--set", "podRole.namespaces={Billing}"}, "/podRole/namespaces/0"},
+		{[]string{"--set", "podRole.secretNames={a_b}"}, "/podRole/secretNames/0"},
+		{[]string{"--set", "podRole.serviceAccount=x"}, "additional properties 'serviceAccount' not allowed"},
+	} {
+		if _, err := helmTemplate(t, chartDir(t), tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("helm template %v: err = %v, want one saying %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestPodRoleMatchesDocs: the Role docs/library.md gives lock-using pods and
+// the CronJob sample's Role are kubetest.LockUserRules, which the chart's
+// podRole renders (TestPodRole) and the pkg/kube tests run with.
+func TestPodRoleMatchesDocs(t *testing.T) {
+	t.Parallel()
+	data, err := readFile(filepath.Join(repoRoot(t), "docs", "library.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```yaml\n(rules:\n.*?)```").FindAllSubmatch(data, -1)
+	if len(blocks) != 1 {
+		t.Fatalf("docs/library.md has %d ```yaml blocks starting with rules:, want the one pod Role", len(blocks))
+	}
+	var doc struct{ Rules []rbacv1.PolicyRule }
+	if err := yaml.UnmarshalStrict(blocks[0][1], &doc); err != nil {
+		t.Fatalf("docs/library.md's pod Role: %v", err)
+	}
+	if want := kubetest.LockUserRules("redlease-shared"); !equalRules(doc.Rules, want) {
+		t.Errorf("docs/library.md's pod Role = %+v, want kubetest.LockUserRules (what podRole renders): %+v", doc.Rules, want)
+	}
+
+	sample, err := readFile(filepath.Join(repoRoot(t), "config", "samples", "cronjob", "lockctl-cronjob.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := parseDocs(string(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, o := range objs {
+		if o.GetKind() == "Role" {
+			found = true
+			r := into[rbacv1.Role](t, o)
+			if want := kubetest.LockUserRules("redlease-lock-nightly-settlement"); !equalRules(r.Rules, want) {
+				t.Errorf("the CronJob sample's Role = %+v, want kubetest.LockUserRules: %+v", r.Rules, want)
+			}
+		}
+	}
+	if !found {
+		t.Error("the CronJob sample has no Role")
+	}
+}
