@@ -760,7 +760,7 @@ func TestStatusSubresource(t *testing.T) {
 		Connection:           &v1alpha1.ConnectionStatus{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"10.0.0.7:6379"}},
 		CredentialsSecretRef: &v1alpha1.LocalSecretReference{Name: "redlease-lock-status"},
 		Master:               "10.0.0.7:6379",
-		Holder:               &v1alpha1.LockHolder{Identity: "settle-7f9c-x2", Fence: 1042, Since: metav1.NewTime(time.Now().Truncate(time.Second))},
+		Holder:               &v1alpha1.LockHolder{Identity: "settle-7f9c-x2", Fence: 1042, Since: metav1.NewTime(time.Now().Truncate(time.Second)), Pod: "settle-7f9c-x2", Node: "node-a"},
 		FenceHighWater:       1042,
 		Endpoints:            []v1alpha1.EndpointStatus{{Address: "10.0.0.7:6379", Role: v1alpha1.EndpointRoleMaster, Reachable: true, ConnectedReplicas: ptr.To[int32](0)}},
 		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
@@ -804,11 +804,11 @@ func TestStatusSubresource(t *testing.T) {
 	}
 
 	t.Run("printer columns", func(t *testing.T) {
-		// KEY has priority 1: kubectl shows it with -o wide only. STORE is
-		// empty for an inline lock.
+		// KEY and NODE have priority 1: kubectl shows them with -o wide
+		// only. STORE is empty for an inline lock.
 		checkPrinterColumns(t, env.Config, "namespaces/"+ns+"/distributedlocks/"+key.Name,
-			[]string{"NAME", "STORE", "MODE", "KEY", "READY", "HOLDER", "FENCE", "TTL", "AGE"},
-			[]any{key.Name, nil, "Standalone", ns + "/status", "True", "settle-7f9c-x2", float64(1042), "30s"})
+			[]string{"NAME", "STORE", "MODE", "KEY", "READY", "HOLDER", "FENCE", "NODE", "TTL", "AGE"},
+			[]any{key.Name, nil, "Standalone", ns + "/status", "True", "settle-7f9c-x2", float64(1042), "node-a", "30s"})
 	})
 }
 
