@@ -394,7 +394,10 @@ func TestTypedObjectsAccepted(t *testing.T) {
 // TestSamplesAccepted creates every sample of config/samples, and checks
 // that kustomization.yaml lists them all, that every mode has an inline
 // DistributedLock and a store, and that each kind of store has one with a
-// lock on it.
+// lock on it. The workload samples in its subdirectories (a CronJob, an
+// active/standby Deployment: several objects per file, of any kind) are
+// created too, with strict field validation, and the stores their locks
+// name must be samples.
 func TestSamplesAccepted(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
@@ -435,7 +438,47 @@ func TestSamplesAccepted(t *testing.T) {
 			cov.create(t, env.Client, ns, b)
 		})
 	}
+	workloads, err := fs.Glob(samples, "*/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(workloads) == 0 {
+		t.Error("no workload samples in config/samples/*/")
+	}
+	for _, name := range workloads {
+		t.Run(name, func(t *testing.T) {
+			b, err := fs.ReadFile(samples, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cov.createWorkload(t, env.Client, ns, b)
+		})
+	}
 	cov.check(t)
+}
+
+// createWorkload creates every object of the multi-document sample b in
+// ns, the API server refusing unknown fields; DistributedLocks go through
+// create, for their Go types and coverage.
+func (cov *sampleCoverage) createWorkload(t *testing.T, c client.Client, ns string, b []byte) {
+	t.Helper()
+	for doc := range strings.SplitSeq(string(b), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatalf("not YAML: %v", err)
+		}
+		if len(u.Object) == 0 {
+			continue // comments only
+		}
+		if u.GetAPIVersion() == v1alpha1.GroupVersion.String() {
+			cov.create(t, c, ns, []byte(doc))
+			continue
+		}
+		u.SetNamespace(ns)
+		if err := c.Create(timeout(t), u, client.FieldValidation("Strict")); err != nil {
+			t.Fatalf("%s %s refused: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
 }
 
 // sampleCoverage is what the samples of config/samples cover.
