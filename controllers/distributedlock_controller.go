@@ -30,11 +30,14 @@ import (
 // RBAC of the manager, generated into config/rbac/role.yaml. Least
 // privilege: the controller reads DistributedLocks and writes only their
 // status (no finalizers, no spec writes); it reads the Services,
-// EndpointSlices and Secrets locks reference; it records Events.
+// EndpointSlices and Secrets locks reference; it gets the pod a holder's
+// identity names (status.holder.pod, uncached: holderpod.go); it records
+// Events.
 //
 // +kubebuilder:rbac:groups=redlease.io,resources=distributedlocks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=redlease.io,resources=distributedlocks/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -214,6 +217,7 @@ func (r *DistributedLockReconciler) finishLock(ctx context.Context, rd *round, o
 	log := logf.FromContext(ctx)
 	dl := rd.dl
 	setLockStatus(rd)
+	r.fillHolderPod(ctx, rd, st, orig.Status.Holder)
 	observed := dl.Status.DeepCopy() // for the metrics, written or not
 	now := r.now()
 	changed := !equality.Semantic.DeepEqual(orig.Status, dl.Status)
@@ -305,6 +309,8 @@ type lockState struct {
 	ready bool
 	// lastWrite is when this controller last wrote the lock's status.
 	lastWrite time.Time
+	// pod is the last lookup of the holder's pod (fillHolderPod).
+	pod holderPod
 }
 
 // writeDue reports whether a status change that is not urgent may be

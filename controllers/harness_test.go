@@ -68,6 +68,8 @@ type harnessOptions struct {
 	// startLater leaves the manager stopped until h.start (resources
 	// created before the manager starts).
 	startLater bool
+	// apiReader wraps the manager's uncached reader (to count reads).
+	apiReader func(client.Reader) client.Reader
 }
 
 // harness is a manager running the DistributedLock controller in-process
@@ -133,7 +135,11 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		t.Fatalf("creating the manager: %v", err)
 	}
 	h.pool = redisprobe.NewPool(redisprobe.PoolOptions{Dialer: o.dialer})
-	h.r = NewDistributedLockReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("redlease-test"), Options{
+	apiReader := mgr.GetAPIReader()
+	if o.apiReader != nil {
+		apiReader = o.apiReader(apiReader)
+	}
+	h.r = NewDistributedLockReconciler(mgr.GetClient(), apiReader, mgr.GetEventRecorder("redlease-test"), Options{
 		ProbeInterval: o.probeInterval,
 		Pool:          h.pool,
 	})

@@ -156,6 +156,24 @@ type LockHolder struct {
 	// since is when the controller first saw this holder.
 	// +required
 	Since metav1.Time `json:"since"`
+
+	// pod is the pod of this lock's namespace that identity names: the
+	// library's default identity is "<pod name>:<pid>" (POD_NAME, else the
+	// hostname), and an identity that is a pod name alone names it too.
+	// Absent when no such pod exists. The identity is the holder's own
+	// claim: this says which pod it names, not that the pod proved it.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Pod string `json:"pod,omitempty"`
+
+	// node is the node that pod was scheduled to (its spec.nodeName) when
+	// the controller looked it up; absent when the pod is not scheduled or
+	// there is no pod.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node,omitempty"`
 }
 
 // DistributedLockStatus defines the observed state of DistributedLock.
@@ -241,6 +259,7 @@ type DistributedLockStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Holder",type=string,JSONPath=`.status.holder.identity`
 // +kubebuilder:printcolumn:name="Fence",type=integer,JSONPath=`.status.holder.fence`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.holder.node`,priority=1
 // +kubebuilder:printcolumn:name="TTL",type=string,JSONPath=`.spec.ttl`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

@@ -401,7 +401,10 @@ func TestTypedObjectsAccepted(t *testing.T) {
 // TestSamplesAccepted creates every sample of config/samples, and checks
 // that kustomization.yaml lists them all, that every mode has an inline
 // DistributedLock and a store, and that each kind of store has one with a
-// lock on it.
+// lock on it. The workload samples in its subdirectories (a CronJob, an
+// active/standby Deployment: several objects per file, of any kind) are
+// created too, with strict field validation, and the stores their locks
+// name must be samples.
 func TestSamplesAccepted(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
@@ -442,7 +445,47 @@ func TestSamplesAccepted(t *testing.T) {
 			cov.create(t, env.Client, ns, b)
 		})
 	}
+	workloads, err := fs.Glob(samples, "*/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(workloads) == 0 {
+		t.Error("no workload samples in config/samples/*/")
+	}
+	for _, name := range workloads {
+		t.Run(name, func(t *testing.T) {
+			b, err := fs.ReadFile(samples, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cov.createWorkload(t, env.Client, ns, b)
+		})
+	}
 	cov.check(t)
+}
+
+// createWorkload creates every object of the multi-document sample b in
+// ns, the API server refusing unknown fields; DistributedLocks go through
+// create, for their Go types and coverage.
+func (cov *sampleCoverage) createWorkload(t *testing.T, c client.Client, ns string, b []byte) {
+	t.Helper()
+	for doc := range strings.SplitSeq(string(b), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatalf("not YAML: %v", err)
+		}
+		if len(u.Object) == 0 {
+			continue // comments only
+		}
+		if u.GetAPIVersion() == v1alpha1.GroupVersion.String() {
+			cov.create(t, c, ns, []byte(doc))
+			continue
+		}
+		u.SetNamespace(ns)
+		if err := c.Create(timeout(t), u, client.FieldValidation("Strict")); err != nil {
+			t.Fatalf("%s %s refused: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
 }
 
 // sampleCoverage is what the samples of config/samples cover.
@@ -801,7 +844,7 @@ func TestStatusSubresource(t *testing.T) {
 		Connection:           &v1alpha1.ConnectionStatus{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"10.0.0.7:6379"}},
 		CredentialsSecretRef: &v1alpha1.LocalSecretReference{Name: "redlease-lock-status"},
 		Master:               "10.0.0.7:6379",
-		Holder:               &v1alpha1.LockHolder{Identity: "settle-7f9c-x2", Fence: 1042, Since: metav1.NewTime(time.Now().Truncate(time.Second))},
+		Holder:               &v1alpha1.LockHolder{Identity: "settle-7f9c-x2", Fence: 1042, Since: metav1.NewTime(time.Now().Truncate(time.Second)), Pod: "settle-7f9c-x2", Node: "node-a"},
 		FenceHighWater:       1042,
 		Endpoints:            []v1alpha1.EndpointStatus{{Address: "10.0.0.7:6379", Role: v1alpha1.EndpointRoleMaster, Reachable: true, ConnectedReplicas: ptr.To[int32](0)}},
 		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
@@ -845,11 +888,11 @@ func TestStatusSubresource(t *testing.T) {
 	}
 
 	t.Run("printer columns", func(t *testing.T) {
-		// KEY has priority 1: kubectl shows it with -o wide only. STORE is
-		// empty for an inline lock.
+		// KEY and NODE have priority 1: kubectl shows them with -o wide
+		// only. STORE is empty for an inline lock.
 		checkPrinterColumns(t, env.Config, "namespaces/"+ns+"/distributedlocks/"+key.Name,
-			[]string{"NAME", "STORE", "MODE", "KEY", "READY", "HOLDER", "FENCE", "TTL", "AGE"},
-			[]any{key.Name, nil, "Standalone", ns + "/status", "True", "settle-7f9c-x2", float64(1042), "30s"})
+			[]string{"NAME", "STORE", "MODE", "KEY", "READY", "HOLDER", "FENCE", "NODE", "TTL", "AGE"},
+			[]any{key.Name, nil, "Standalone", ns + "/status", "True", "settle-7f9c-x2", float64(1042), "node-a", "30s"})
 	})
 }
 

@@ -613,8 +613,8 @@ func TestStoresStatusAndPrinterColumns(t *testing.T) {
 	}
 	t.Run("DistributedLock on a store columns", func(t *testing.T) {
 		checkPrinterColumns(t, env.Config, "namespaces/"+ns+"/distributedlocks/"+dl.Name,
-			[]string{"NAME", "STORE", "MODE", "KEY", "READY", "HOLDER", "FENCE", "TTL", "AGE"},
-			[]any{dl.Name, cls.Name, "Sentinel", ns + "/payouts/batch", "True", "payout-7f9c", float64(7), "30s"})
+			[]string{"NAME", "STORE", "MODE", "KEY", "READY", "HOLDER", "FENCE", "NODE", "TTL", "AGE"},
+			[]any{dl.Name, cls.Name, "Sentinel", ns + "/payouts/batch", "True", "payout-7f9c", float64(7), nil, "30s"})
 	})
 }
 

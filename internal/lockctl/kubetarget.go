@@ -28,9 +28,10 @@ func openKube(ctx context.Context, kubeconfig, namespace, name string, opts []lo
 }
 
 // describeLock reports where a DistributedLock lives, as its status
-// publishes it, its store and its Ready condition.
+// publishes it, its store, its Ready condition and the holder the
+// controller saw.
 func describeLock(dl *v1alpha1.DistributedLock) description {
-	d := description{store: "inline", ready: "Unknown"}
+	d := description{store: "inline", ready: "Unknown", holder: dl.Status.Holder}
 	if ref := dl.Spec.StoreRef; ref != nil {
 		d.store = string(ref.Kind) + "/" + ref.Name
 	}

@@ -364,6 +364,44 @@ func checkStatus(t *testing.T, kubeconfig, lock, key, addr string) {
 	}
 }
 
+// TestStatusShowsTheHolderPod: `lockctl status` shows the holder's pod and
+// node from status.holder when it names the holder Redis has, and neither
+// when the controller's observation lags behind (another identity).
+func TestStatusShowsTheHolderPod(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	kubeconfig := env.KubeconfigFile(t)
+	srv := redistest.StartStandalone(t)
+	dl := publishLock(t, env, ns, "web", ns+"/web", srv.Addr(), "")
+	cmd, _, _ := startRun(t, "run", "--kubeconfig", kubeconfig, "--lock", ns+"/web", "--identity", "web-7f9c-a:1", "--", "sh", "-c", "echo $$; exec sleep 30")
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); waitExit(t, cmd, 10*time.Second) }()
+
+	for _, tc := range []struct {
+		observed        string // status.holder.identity
+		wantPod, wantNd string
+	}{
+		{"web-7f9c-a:1", "web-7f9c-a", "node-a"},
+		{"web-7f9c-old:1", "", ""}, // the controller has not seen the new holder yet
+	} {
+		dl.Status.Holder = &v1alpha1.LockHolder{Identity: tc.observed, Fence: 1, Since: metav1.Now(), Pod: strings.TrimSuffix(tc.observed, ":1"), Node: "node-a"}
+		if err := env.Client.Status().Update(t.Context(), dl); err != nil {
+			t.Fatal(err)
+		}
+		st := lockctl(t, "status", ns+"/web", "--kubeconfig", kubeconfig, "-o", "json")
+		var report struct{ Holder, Pod, Node string }
+		if err := json.Unmarshal([]byte(st.stdout), &report); err != nil {
+			t.Fatalf("status -o json: %v: %q %s", err, st.stdout, st.stderr)
+		}
+		if report.Holder != "web-7f9c-a:1" || report.Pod != tc.wantPod || report.Node != tc.wantNd {
+			t.Errorf("status.holder %s: report %+v, want holder web-7f9c-a:1 pod %q node %q", tc.observed, report, tc.wantPod, tc.wantNd)
+		}
+		table := lockctl(t, "status", ns+"/web", "--kubeconfig", kubeconfig).stdout
+		if !strings.Contains(table, "POD") || !strings.Contains(table, "NODE") || (tc.wantPod != "" && !regexp.MustCompile(`web-7f9c-a:1\s+web-7f9c-a\s+node-a\s`).MatchString(table)) {
+			t.Errorf("status table:\n%s", table)
+		}
+	}
+}
+
 // --redis URLs carry a password, a database and TLS; a refused URL is a
 // usage error that never prints its password.
 func TestRedisURLs(t *testing.T) {

@@ -17,12 +17,13 @@ import (
 
 func newRunCommand(stderr io.Writer) *cobra.Command {
 	var (
-		target targetFlags
-		wait   waitFlag
-		grace  time.Duration
+		target    targetFlags
+		wait      waitFlag
+		grace     time.Duration
+		readyAddr string
 	)
 	cmd := &cobra.Command{
-		Use:   "run (--lock NAMESPACE/NAME | --redis URL --key K) [--wait D] -- COMMAND [ARGS...]",
+		Use:   "run (--lock NAMESPACE/NAME | --redis URL --key K) [--wait D] [--ready-addr ADDR] -- COMMAND [ARGS...]",
 		Short: "Run a command while holding the lock",
 		Long: `Acquire the lock, run COMMAND while the lease is renewed, release it when
 COMMAND exits, and exit with COMMAND's exit code.
@@ -39,30 +40,51 @@ a wait for the lock, and while COMMAND runs are forwarded to its group: a
 terminal's Ctrl-C reaches lockctl, which forwards it (COMMAND, outside the
 terminal's foreground group, cannot read the terminal). If lockctl itself is
 SIGKILLed, the kernel kills COMMAND; COMMAND's own children may survive
-unless lockctl's death ends their container.`,
+unless lockctl's death ends their container.
+
+With --ready-addr, lockctl serves GET /readyz: 200 only while COMMAND runs
+under a held lease; 503 while it waits for the lock, once SIGTERM, SIGINT or
+SIGQUIT came (SIGHUP is only forwarded), once the lease is lost and once
+COMMAND has exited. GET /livez answers 200 while lockctl runs. Replicas of a
+Deployment that probe /readyz have one Ready pod, the holder: active/standby
+without code changes. Without --wait, a standby waits until it is stopped.`,
 		Example: `  lockctl run --lock billing/nightly-settlement --wait 5m -- ./settle --date today
-  lockctl run --redis redis://localhost:6379 --key reports --ttl 30s -- make report`,
+  lockctl run --redis redis://localhost:6379 --key reports --ttl 30s -- make report
+  lockctl run --lock shop/checkout-leader --ready-addr :8090 -- /app/checkout`,
 		Args: usage(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() != 0 {
 				return exit(ExitUsage, errors.New("put the command after --, e.g. lockctl run --lock ns/name -- ./job"))
+			}
+			var ready *readiness // nil without --ready-addr
+			if readyAddr != "" {
+				// Before the wait: a standby answers 503, not "connection
+				// refused", and /livez 200.
+				var err error
+				if ready, err = serveReadiness(readyAddr, stderr); err != nil {
+					return err
+				}
+				defer ready.close()
 			}
 			s, err := takeLock(cmd, &target, wait)
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			return run(s, stderr, grace, args)
+			return run(s, stderr, grace, args, ready)
 		},
 	}
 	target.register(cmd.Flags())
 	wait.register(cmd.Flags())
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "after a lost lease, how long COMMAND's process group gets between SIGTERM and SIGKILL")
+	cmd.Flags().StringVar(&readyAddr, "ready-addr", "", "serve GET /readyz (200 only while COMMAND runs under a held lease, else 503) and /livez (200 while lockctl runs) on this address, e.g. :8090, for a readinessProbe")
 	return cmd
 }
 
-// run starts the child under the session's lease and supervises it.
-func run(s *session, stderr io.Writer, grace time.Duration, argv []string) error {
+// run starts the child under the session's lease and supervises it;
+// ready (nil without --ready-addr) says 200 only while the child runs
+// under the lease.
+func run(s *session, stderr io.Writer, grace time.Duration, argv []string, ready *readiness) error {
 	lease, l := s.lease, s.locker
 	defer func() {
 		if err := s.release(); err != nil && !errors.Is(err, lock.ErrLeaseLost) {
@@ -82,14 +104,22 @@ func run(s *session, stderr io.Writer, grace time.Duration, argv []string) error
 		return exit(ExitNoChild, fmt.Errorf("starting %s: %w", argv[0], err))
 	}
 	pgid := child.Process.Pid // the child leads its own group
+	// Deferred after the release above, so it runs before it: readiness
+	// ends before the lease is given back, on every way out.
+	defer ready.stop(argv[0] + " exited")
+	ready.serving(lease)
 
 	for {
 		select {
 		case err := <-exited:
 			return childExit(err)
 		case sig := <-s.signals:
+			if sig != syscall.SIGHUP { // often "reload": COMMAND may well go on
+				ready.stop(fmt.Sprintf("stopping (%v)", sig))
+			}
 			_ = signalGroup(pgid, sig.(syscall.Signal)) // the session asks only for syscall signals
 		case <-lease.Done():
+			ready.stop("the lease was lost")
 			printf(stderr, "lockctl: lease on %s lost while %s ran: %v; stopping it\n", l.Key(), argv[0], lease.Err())
 			stopGroup(pgid, exited, grace)
 			return exit(ExitLeaseLost, fmt.Errorf("lease lost: %w", lease.Err()))

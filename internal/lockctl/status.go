@@ -18,7 +18,8 @@ import (
 // statusReport is what `lockctl status` prints; it never holds the value.
 // For a DistributedLock, key and where it lives come from its status
 // (status.key, status.connection), the store from spec.storeRef; the
-// holder, TTL and fence are read from Redis.
+// holder, TTL and fence are read from Redis; the holder's pod and node
+// come from status.holder, when it names the holder Redis has.
 type statusReport struct {
 	Key        string   `json:"key"`
 	Mode       string   `json:"mode"`
@@ -28,6 +29,8 @@ type statusReport struct {
 	Ready      string   `json:"ready"`
 	Held       bool     `json:"held"`
 	Holder     string   `json:"holder,omitempty"`
+	Pod        string   `json:"pod,omitempty"`  // the holder's pod (status.holder.pod)
+	Node       string   `json:"node,omitempty"` // and its node
 	TTL        string   `json:"ttl,omitempty"`
 	Fence      uint64   `json:"fence"`
 	Problems   string   `json:"error,omitempty"`
@@ -40,7 +43,7 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "status [NAMESPACE/NAME] [--redis URL --key K] [-o table|json]",
-		Short: "Show who holds the lock, its remaining TTL and fence, its key, servers, store and readiness",
+		Short: "Show who holds the lock (with its pod and node), its remaining TTL and fence, its key, servers, store and readiness",
 		Args:  usage(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -63,6 +66,11 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 				r.Held, r.Holder, r.Fence = h.Held, h.Identity, h.Fence
 				if h.Held {
 					r.TTL = h.TTL.String()
+					// The controller's observation may lag Redis: only
+					// the pod of the holder Redis has is shown.
+					if sh := d.holder; sh != nil && sh.Identity == h.Identity {
+						r.Pod, r.Node = sh.Pod, sh.Node
+					}
 				}
 			}
 			if output == "json" {
@@ -71,13 +79,13 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 				return enc.Encode(r)
 			}
 			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			printf(w, "KEY\tMODE\tADDRESSES\tSTORE\tREADY\tHOLDER\tTTL\tFENCE\n") // tabwriter buffers; Flush reports write errors
+			printf(w, "KEY\tMODE\tADDRESSES\tSTORE\tREADY\tHOLDER\tPOD\tNODE\tTTL\tFENCE\n") // tabwriter buffers; Flush reports write errors
 			holder := "-"
 			if r.Held {
 				holder = orDash(r.Holder)
 			}
-			printf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
-				orDash(r.Key), orDash(r.Mode), orDash(r.where()), orDash(r.Store), r.Ready, holder, orDash(r.TTL), r.Fence)
+			printf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
+				orDash(r.Key), orDash(r.Mode), orDash(r.where()), orDash(r.Store), r.Ready, holder, orDash(r.Pod), orDash(r.Node), orDash(r.TTL), r.Fence)
 			if err := w.Flush(); err != nil {
 				return err
 			}

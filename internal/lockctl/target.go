@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/pkg/kube"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -63,6 +64,9 @@ type description struct {
 	masterName string   // Sentinel mode
 	store      string   // Kind/name, "inline", or empty without a DistributedLock
 	ready      string
+	// holder is status.holder of the DistributedLock (the controller's
+	// observation, with the holder's pod and node); nil without one.
+	holder *v1alpha1.LockHolder
 }
 
 func (f *targetFlags) open(ctx context.Context) (*locker, error) {
