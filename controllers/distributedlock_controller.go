@@ -81,6 +81,9 @@ type DistributedLockReconciler struct {
 	state   *stateStore
 	// snapshots are the stores' batched reads of their locks' keys.
 	snapshots *holderSnapshots
+	// tenants keeps a slow namespace's inline locks from taking every
+	// worker (set up with the controller's MaxConcurrentReconciles).
+	tenants *tenantGate
 }
 
 // NewDistributedLockReconciler returns a reconciler that reads through c
@@ -124,6 +127,14 @@ func (r *DistributedLockReconciler) Reconcile(ctx context.Context, req reconcile
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("reading DistributedLock %s: %w", req.NamespacedName, err)
+	}
+	if dl.Spec.Inline() { // locks on a store do no probing: they are quick
+		done, ok := r.tenants.enter(dl.Namespace)
+		if !ok {
+			tenantDeferred.Inc()
+			return reconcile.Result{RequeueAfter: tenantRetry}, nil
+		}
+		defer done()
 	}
 	st, replaced := r.state.get(req.NamespacedName, dl.UID)
 	if replaced != nil {

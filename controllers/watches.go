@@ -43,6 +43,7 @@ func (r *DistributedLockReconciler) SetupWithManager(ctx context.Context, mgr ct
 // setup is SetupWithManager with the lock reconciler the controller calls
 // (tests wrap r to count reconciles).
 func (r *DistributedLockReconciler) setup(ctx context.Context, mgr ctrl.Manager, opts controller.Options, rec reconcile.Reconciler) error {
+	r.tenants = newTenantGate(r.opts.Clock, opts.MaxConcurrentReconciles)
 	idx := mgr.GetFieldIndexer()
 	for name, fn := range map[string]client.IndexerFunc{indexService: serviceIndex, indexSecret: secretIndex, indexStore: storeIndex} {
 		if err := idx.IndexField(ctx, &v1alpha1.DistributedLock{}, name, fn); err != nil {
