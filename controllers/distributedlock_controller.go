@@ -261,7 +261,27 @@ func (r *DistributedLockReconciler) finishLock(ctx context.Context, rd *round, o
 	if terminal != nil {
 		return reconcile.Result{}, terminal
 	}
-	return reconcile.Result{RequeueAfter: r.requeueAfter(&st.retry, ready)}, nil
+	return reconcile.Result{RequeueAfter: r.nextReconcile(rd, &st.retry, ready)}, nil
+}
+
+// storeLockResync is how often a Ready lock on a store is reconciled when
+// nothing it watches changed, in probe intervals: its store's batched read
+// enqueues it when its key changes, its store's status and its own spec
+// through the watches.
+const storeLockResync = 10
+
+// nextReconcile schedules the next reconcile: requeueAfter's cadence for an
+// inline lock, which probes its own servers, and for a lock on a store that
+// failed for itself (a read, its credentials); storeLockResync probe
+// intervals for a lock on a store that is Ready, or that waits for its
+// store to become Ready (the store's status write brings it back).
+func (r *DistributedLockReconciler) nextReconcile(rd *round, retry *backoff.Exponential, ready bool) time.Duration {
+	if !rd.dl.Spec.Inline() && (ready || rd.failReason == v1alpha1.ReasonStoreNotReady) {
+		retry.Reset()
+		interval := storeLockResync * r.opts.ProbeInterval
+		return interval + backoff.Jitter(interval/10)
+	}
+	return r.requeueAfter(retry, ready)
 }
 
 // forget is a deleted lock: drop its pool references, guard wishes and

@@ -151,10 +151,10 @@ type DistributedLockSpec struct {
 type Fairness string
 
 const (
-	// FairnessDefault: releases hand over in arrival order; a lock freed
+	// FairnessDefault hands over releases in arrival order; a lock freed
 	// by expiry goes to the first to ask.
 	FairnessDefault Fairness = "Default"
-	// FairnessFIFO: every free lock goes to the first in line.
+	// FairnessFIFO gives every free lock to the first in line.
 	FairnessFIFO Fairness = "FIFO"
 )
 
