@@ -112,6 +112,8 @@ func NewDistributedLockReconciler(c client.Client, apiReader client.Reader, reco
 		secrets:   newSecretCache(),
 		state:     newStateStore(),
 		snapshots: newHolderSnapshots(),
+		// setup sizes the gate to the controller's workers.
+		tenants: newTenantGate(opts.Clock, 1),
 	}
 }
 
