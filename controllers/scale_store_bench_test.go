@@ -47,7 +47,7 @@ func BenchmarkTenThousandLocksOnOneStore(b *testing.B) {
 	const steady = 30 * time.Second
 	for b.Loop() {
 		srv := redistest.StartStandalone(b)
-		h := newHarness(b, harnessOptions{probeInterval: DefaultProbeInterval, concurrency: 4, startLater: true})
+		h := newHarness(b, harnessOptions{probeInterval: DefaultProbeInterval, concurrency: 4, discardLogs: true, startLater: true})
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
 		ls := &v1alpha1.LockStore{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "shared"},
