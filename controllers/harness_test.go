@@ -76,8 +76,12 @@ type harnessOptions struct {
 	discardLogs bool
 }
 
+// managerLogger is the manager's logger: keep, or with discard nothing,
+// and then nothing from controller-runtime's global logger either (its
+// work queue logs its whole state at debug levels).
 func managerLogger(keep *logSink, discard bool) logr.Logger {
 	if discard {
+		globalLogs.silence()
 		return logr.Discard()
 	}
 	return logr.New(keep)
@@ -368,16 +372,22 @@ func standaloneSpec(addr string) v1alpha1.DistributedLockSpec {
 type logSink struct {
 	mu    *sync.Mutex
 	lines *[]string
-	name  string
-	kv    []any
+	// silent drops every line (silence): for benchmarks, whose memory
+	// the kept lines would dominate.
+	silent *atomic.Bool
+	name   string
+	kv     []any
 }
 
 func newLogSink() *logSink {
-	return &logSink{mu: &sync.Mutex{}, lines: &[]string{}}
+	return &logSink{mu: &sync.Mutex{}, lines: &[]string{}, silent: &atomic.Bool{}}
 }
 
+// silence makes the sink (and the loggers derived from it) keep nothing.
+func (s *logSink) silence() { s.silent.Store(true) }
+
 func (s *logSink) Init(logr.RuntimeInfo) {}
-func (s *logSink) Enabled(int) bool      { return true }
+func (s *logSink) Enabled(int) bool      { return !s.silent.Load() }
 
 func (s *logSink) Info(level int, msg string, kv ...any) {
 	s.add(fmt.Sprintf("V(%d) %s %q %v %v", level, s.name, msg, s.kv, kv))
