@@ -228,3 +228,36 @@ func TestAHandOffAboveTheWaitersCountIsGivenBack(t *testing.T) {
 		t.Fatal("the waiter refused a permit under its count")
 	}
 }
+
+// A permit freed by expiry, with waiters in line: by default it goes to
+// whoever asks first; with FIFO it goes to the head of the line, and the
+// caller queues behind.
+func TestAFreePermitGoesToTheHeadOnlyWithFIFO(t *testing.T) {
+	srv := redistest.StartStandalone(t)
+	c := srv.Client(t)
+	ctx := t.Context()
+	for _, fifo := range []bool{false, true} {
+		key := "expired-permit-" + map[bool]string{false: "default", true: "FIFO"}[fifo]
+		if ok, _ := permit(ctx, t, c, key, value(t, "dead:1"), 1, false); !ok {
+			t.Fatal("permit refused")
+		}
+		head := value(t, "head:1")
+		if ok, _ := permit(ctx, t, c, key, head, 1, false); ok {
+			t.Fatal("a second permit of one given")
+		}
+		c.Del(ctx, key, protocol.HoldersKey(key)) // the holder's permit expired
+		args := protocol.AcquireArgs{Value: value(t, "caller:1"), TTL: 10 * time.Second, Fencing: true, Identity: "caller:1",
+			Place: time.Minute, FIFO: fifo, Window: time.Second, Permits: 1}
+		res, err := protocol.AcquirePermitScript.Run(ctx, c, protocol.AcquirePermitKeys(key), args.PermitArgv()...).Int64Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := held(ctx, t, c, key)
+		switch {
+		case fifo && (res[0] == 1 || len(p.Holders) != 1 || p.Holders[0].Identity != "head:1" || p.Holders[0].Confirmed):
+			t.Fatalf("FIFO: the caller's attempt = %v, holders %+v; want the permit handed to the head", res, p.Holders)
+		case !fifo && (res[0] != 1 || len(p.Holders) != 1 || p.Holders[0].Identity != "caller:1"):
+			t.Fatalf("default: the caller's attempt = %v, holders %+v; want the caller to take it", res, p.Holders)
+		}
+	}
+}

@@ -324,6 +324,21 @@ func TestAPermitIsRenewedAndCappedByMaxHold(t *testing.T) {
 	releaseAtEnd(t, other)
 }
 
+// Under WithReplicaAck a permit counts only once replicas acknowledged it:
+// without a replica the attempt fails with ErrNotReplicated and gives the
+// permit back.
+func TestAPermitWithoutReplicaAckIsGivenBack(t *testing.T) {
+	_, client := startRedis(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	sem := newLocker(t, client, lock.WithReplicaAck(1, 100*time.Millisecond)).Semaphore("acked-pool", 2)
+	if _, err := sem.TryAcquire(ctx); !errors.Is(err, lock.ErrNotReplicated) {
+		t.Fatalf("TryAcquire without a replica = %v, want ErrNotReplicated", err)
+	}
+	if h, err := sem.Inspect(ctx); err != nil || h.Held() != 0 {
+		t.Fatalf("after the unreplicated attempt %d permits held (%v), want none", h.Held(), err)
+	}
+}
+
 // Semaphores refuse what they cannot do: a count outside [1, MaxPermits], a
 // bad key, and Redlock (a majority per holder does not bound the holders).
 func TestSemaphoreRefusals(t *testing.T) {
