@@ -81,6 +81,9 @@ type DistributedLockReconciler struct {
 	state   *stateStore
 	// snapshots are the stores' batched reads of their locks' keys.
 	snapshots *holderSnapshots
+	// tenants keeps a slow namespace's inline locks from taking every
+	// worker (set up with the controller's MaxConcurrentReconciles).
+	tenants *tenantGate
 }
 
 // NewDistributedLockReconciler returns a reconciler that reads through c
@@ -109,6 +112,8 @@ func NewDistributedLockReconciler(c client.Client, apiReader client.Reader, reco
 		secrets:   newSecretCache(),
 		state:     newStateStore(),
 		snapshots: newHolderSnapshots(),
+		// setup sizes the gate to the controller's workers.
+		tenants: newTenantGate(opts.Clock, 1),
 	}
 }
 
@@ -124,6 +129,14 @@ func (r *DistributedLockReconciler) Reconcile(ctx context.Context, req reconcile
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("reading DistributedLock %s: %w", req.NamespacedName, err)
+	}
+	if dl.Spec.Inline() { // locks on a store do no probing: they are quick
+		done, ok := r.tenants.enter(dl.Namespace)
+		if !ok {
+			tenantDeferred.Inc()
+			return reconcile.Result{RequeueAfter: tenantRetry}, nil
+		}
+		defer done()
 	}
 	st, replaced := r.state.get(req.NamespacedName, dl.UID)
 	if replaced != nil {
@@ -250,7 +263,27 @@ func (r *DistributedLockReconciler) finishLock(ctx context.Context, rd *round, o
 	if terminal != nil {
 		return reconcile.Result{}, terminal
 	}
-	return reconcile.Result{RequeueAfter: r.requeueAfter(&st.retry, ready)}, nil
+	return reconcile.Result{RequeueAfter: r.nextReconcile(rd, &st.retry, ready)}, nil
+}
+
+// storeLockResync is how often a Ready lock on a store is reconciled when
+// nothing it watches changed, in probe intervals: its store's batched read
+// enqueues it when its key changes, its store's status and its own spec
+// through the watches.
+const storeLockResync = 10
+
+// nextReconcile schedules the next reconcile: requeueAfter's cadence for an
+// inline lock, which probes its own servers, and for a lock on a store that
+// failed for itself (a read, its credentials); storeLockResync probe
+// intervals for a lock on a store that is Ready, or that waits for its
+// store to become Ready (the store's status write brings it back).
+func (r *DistributedLockReconciler) nextReconcile(rd *round, retry *backoff.Exponential, ready bool) time.Duration {
+	if !rd.dl.Spec.Inline() && (ready || rd.failReason == v1alpha1.ReasonStoreNotReady) {
+		retry.Reset()
+		interval := storeLockResync * r.opts.ProbeInterval
+		return interval + backoff.Jitter(interval/10)
+	}
+	return r.requeueAfter(retry, ready)
 }
 
 // forget is a deleted lock: drop its pool references, guard wishes and

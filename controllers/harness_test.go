@@ -70,6 +70,17 @@ type harnessOptions struct {
 	startLater bool
 	// apiReader wraps the manager's uncached reader (to count reads).
 	apiReader func(client.Reader) client.Reader
+	// discardLogs drops the manager's logs instead of keeping every line
+	// for the test to search: the scale benchmarks measure the manager's
+	// memory, and 10,000 locks' logs would be most of it.
+	discardLogs bool
+}
+
+func managerLogger(keep *logSink, discard bool) logr.Logger {
+	if discard {
+		return logr.Discard()
+	}
+	return logr.New(keep)
 }
 
 // harness is a manager running the DistributedLock controller in-process
@@ -114,7 +125,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
-		Logger:                 logr.New(h.logs),
+		Logger:                 managerLogger(h.logs, o.discardLogs),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache: cache.Options{

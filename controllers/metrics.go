@@ -51,6 +51,10 @@ var (
 		Name: "redlease_controller_lock_holder_since_timestamp_seconds",
 		Help: "When the controller first saw the current holder (status.holder.since), as a Unix time; 0 when the key is free. time() minus it is how long the holder has held.",
 	}, lockLabels)
+	tenantDeferred = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "redlease_controller_tenant_deferred_total",
+		Help: "Inline lock reconciles deferred because their namespace's reconciles are slow (servers that do not answer) and it already used its share of the workers.",
+	})
 	redisClients = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "redlease_controller_redis_clients",
 		Help: "Pooled Redis clients (one per server, database and credentials); each holds at most the pool size in connections.",
@@ -58,7 +62,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(probesTotal, locksGauge, fenceFloorRaised, replicaSettingsApplied, holderReads, redisClients,
+	metrics.Registry.MustRegister(probesTotal, locksGauge, fenceFloorRaised, replicaSettingsApplied, holderReads, tenantDeferred, redisClients,
 		lockReady, lockHeld, lockFenceHighWater, lockHolderSince)
 }
 

@@ -30,7 +30,7 @@ func BenchmarkThousandLocks(b *testing.B) {
 	)
 	for b.Loop() {
 		nodes := redistest.StartNodes(b, servers)
-		h := newHarness(b, harnessOptions{probeInterval: DefaultProbeInterval, concurrency: 4})
+		h := newHarness(b, harnessOptions{probeInterval: DefaultProbeInterval, concurrency: 4, discardLogs: true})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 

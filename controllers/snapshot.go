@@ -10,8 +10,10 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/redlease/redlease/api/v1alpha1"
@@ -27,11 +29,16 @@ const batchKeys = 512
 // locks on it, so that a lock's reconcile takes its key's state from memory
 // instead of a round trip of its own: the locks on a store cost one
 // pipelined round per batchKeys locks per probe interval, not one each.
+// A read that finds a key changed since the store's last read (holder,
+// fence, held or free) enqueues that key's locks on changed: an idle lock
+// on a store is not reconciled again until its key, its store or the lock
+// itself changes, or its resync (storeLockResync) is due.
 type holderSnapshots struct {
 	mu sync.Mutex
 	// byStore is keyed by the store's requester name, which a deleted
 	// store's reconcile still knows.
 	byStore map[string]*holderSnapshot
+	changed chan event.GenericEvent
 }
 
 // holderSnapshot is one store's batched read.
@@ -48,14 +55,47 @@ type holderSnapshot struct {
 type serverKey struct{ addr, key string }
 
 func newHolderSnapshots() *holderSnapshots {
-	return &holderSnapshots{byStore: map[string]*holderSnapshot{}}
+	return &holderSnapshots{byStore: map[string]*holderSnapshot{}, changed: make(chan event.GenericEvent, 1024)}
 }
 
-// put replaces store's snapshot.
-func (s *holderSnapshots) put(store string, snap *holderSnapshot) {
+// put replaces store's snapshot and returns the keys whose state differs
+// from the previous snapshot of the same incarnation (keys it did not read
+// before, or whose read failed, are not changes: their locks read on
+// their own).
+func (s *holderSnapshots) put(store string, snap *holderSnapshot) []serverKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	prev := s.byStore[store]
 	s.byStore[store] = snap
+	if prev == nil || prev.uid != snap.uid {
+		return nil
+	}
+	var changed []serverKey
+	for k, h := range snap.reads {
+		if before, ok := prev.reads[k]; ok && holderMoved(before, h) {
+			changed = append(changed, k)
+		}
+	}
+	return changed
+}
+
+// holderMoved: what a lock's status shows of its key changed (the TTL
+// alone is not shown).
+func holderMoved(a, b protocol.Holder) bool {
+	return a.Held != b.Held || a.Identity != b.Identity || a.FenceSet != b.FenceSet || a.Fence != b.Fence
+}
+
+// notify enqueues the reconcile of the locks nns, waiting for room at most
+// until ctx ends (a notification lost then shows at the lock's resync).
+func (s *holderSnapshots) notify(ctx context.Context, nns []types.NamespacedName) {
+	for _, nn := range nns {
+		ev := event.GenericEvent{Object: &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}}}
+		select {
+		case s.changed <- ev:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // get returns what the snapshot of st says of key on addr, when st's
@@ -91,7 +131,7 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 		s.snapshots.forget(so.spec.requester())
 		return
 	}
-	keysByServer, err := s.lockKeysByServer(ctx, so)
+	keysByServer, locksByKey, err := s.lockKeysByServer(ctx, so)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "listing the locks on the store")
 		return
@@ -119,30 +159,37 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 		})
 	}
 	wg.Wait()
-	s.snapshots.put(so.spec.requester(), snap)
+	var moved []types.NamespacedName
+	for _, k := range s.snapshots.put(so.spec.requester(), snap) {
+		moved = append(moved, locksByKey[k.key]...)
+	}
+	s.snapshots.notify(ctx, moved)
 }
 
 // lockKeysByServer lists the effective keys of the locks on so, grouped by
 // the servers that take their writes (the same servers the locks'
-// reconciles would read).
-func (s *StoreReconciler) lockKeysByServer(ctx context.Context, so storeObject) (map[string][]string, error) {
+// reconciles would read), and the locks of each key.
+func (s *StoreReconciler) lockKeysByServer(ctx context.Context, so storeObject) (map[string][]string, map[string][]types.NamespacedName, error) {
 	var list v1alpha1.DistributedLockList
 	if err := s.kube.List(ctx, &list, client.InNamespace(so.obj.GetNamespace()),
 		client.MatchingFields{indexStore: string(s.kind) + "/" + so.obj.GetName()}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	acl := so.spec.isolation == v1alpha1.IsolationACL
 	out := map[string][]string{}
+	locks := map[string][]types.NamespacedName{}
 	for i := range list.Items {
-		key := list.Items[i].EffectiveKey(acl)
+		dl := &list.Items[i]
+		key := dl.EffectiveKey(acl)
 		if protocol.ValidateKey(key) != nil {
 			continue
 		}
+		locks[key] = append(locks[key], types.NamespacedName{Namespace: dl.Namespace, Name: dl.Name})
 		for _, addr := range keyServers(so.spec, so.status, key) {
 			out[addr] = append(out[addr], key)
 		}
 	}
-	return out, nil
+	return out, locks, nil
 }
 
 // keyServers are the servers that take key's writes, as a store's status

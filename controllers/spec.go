@@ -19,6 +19,9 @@ func specProblem(spec *v1alpha1.DistributedLockSpec, r *v1alpha1.RedisSpec) stri
 		return fmt.Sprintf("spec.safety.waitForReplicas needs replicas, and the lock's servers run in %s mode: use it with Replicated, Sentinel or Cluster", r.Mode)
 	}
 	if r.Mode == v1alpha1.RedisModeRedlock {
+		if spec.FIFO() {
+			return "spec.fairness FIFO needs the waiting line, which Redlock does not have (the line would need a quorum of its own): use Default with Redlock"
+		}
 		switch n := len(r.Addresses); {
 		case r.Service != nil:
 			return "spec.redis.service: Redlock needs an explicit, odd list of ≥ 3 stable addresses (e.g. StatefulSet DNS names): " +

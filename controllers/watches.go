@@ -21,6 +21,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/redlease/redlease/api/v1alpha1"
 )
@@ -43,6 +44,7 @@ func (r *DistributedLockReconciler) SetupWithManager(ctx context.Context, mgr ct
 // setup is SetupWithManager with the lock reconciler the controller calls
 // (tests wrap r to count reconciles).
 func (r *DistributedLockReconciler) setup(ctx context.Context, mgr ctrl.Manager, opts controller.Options, rec reconcile.Reconciler) error {
+	r.tenants = newTenantGate(r.opts.Clock, opts.MaxConcurrentReconciles)
 	idx := mgr.GetFieldIndexer()
 	for name, fn := range map[string]client.IndexerFunc{indexService: serviceIndex, indexSecret: secretIndex, indexStore: storeIndex} {
 		if err := idx.IndexField(ctx, &v1alpha1.DistributedLock{}, name, fn); err != nil {
@@ -62,6 +64,8 @@ func (r *DistributedLockReconciler) setup(ctx context.Context, mgr ctrl.Manager,
 		Watches(&v1alpha1.ClusterLockStore{}, handler.EnqueueRequestsFromMapFunc(r.locksForStore(v1alpha1.StoreKindClusterLockStore))).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.locksInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		// A store's batched read enqueues the locks whose key changed.
+		WatchesRawSource(source.Channel(r.snapshots.changed, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
 		Named("distributedlock").
 		Complete(rec)

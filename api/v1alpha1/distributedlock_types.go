@@ -70,6 +70,7 @@ const DefaultTTL = 30 * time.Second
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.minReplicasToWrite) || self.safety.minReplicasToWrite == 0 || !has(self.redis) || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.minReplicasToWrite",reason="FieldValueForbidden",messageExpression=`'replica guards need replicas: use them with Replicated, Sentinel or Cluster mode, not ' + self.redis.mode + ' (Standalone and Redlock servers run without replicas)'`,message="replica guards need replicas: use them with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
 // +kubebuilder:validation:XValidation:rule="!has(self.storeRef) || !has(self.safety) || ((!has(self.safety.minReplicasToWrite) || self.safety.minReplicasToWrite == 0) && !(has(self.safety.manageReplicaSettings) && self.safety.manageReplicaSettings))",fieldPath=".safety",reason="FieldValueForbidden",message="the replica guard of a store's servers is the store's (spec.safety of the LockStore or ClusterLockStore); a lock on a store may only set waitForReplicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.waitForReplicas) || self.safety.waitForReplicas == 0 || !has(self.redis) || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.waitForReplicas",reason="FieldValueForbidden",messageExpression=`'waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode, not ' + self.redis.mode + ' (Standalone and Redlock servers run without replicas)'`,message="waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
+// +kubebuilder:validation:XValidation:rule="!has(self.fairness) || self.fairness != 'FIFO' || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".fairness",reason="FieldValueForbidden",message="fairness FIFO needs the waiting line, which Redlock does not have (the line would need a quorum of its own): use Default with Redlock"
 type DistributedLockSpec struct {
 	// key is the Redis key of the lock. The fence counter is {key}:fence and
 	// the event channel {key}:events, so that all three hash to one Redis
@@ -135,7 +136,27 @@ type DistributedLockSpec struct {
 	// +optional
 	// +kubebuilder:default={enabled: true}
 	Fencing *FencingSpec `json:"fencing,omitempty"`
+
+	// fairness says who gets the lock when it is free. Default: a release
+	// hands the lock to the first pod waiting in the key's Redis-side line
+	// (no herd, arrival order), and only a lock freed by expiry (its holder
+	// died) goes to whichever pod asks first. FIFO: that one goes to the
+	// first in line too (lock.WithFIFO; not with Redlock). Absent ⇒ Default.
+	// +optional
+	Fairness Fairness `json:"fairness,omitempty"`
 }
+
+// Fairness is how a free lock is handed out; see DistributedLockSpec.Fairness.
+// +kubebuilder:validation:Enum=Default;FIFO
+type Fairness string
+
+const (
+	// FairnessDefault hands over releases in arrival order; a lock freed
+	// by expiry goes to the first to ask.
+	FairnessDefault Fairness = "Default"
+	// FairnessFIFO gives every free lock to the first in line.
+	FairnessFIFO Fairness = "FIFO"
+)
 
 // LockHolder is the current holder as observed by the controller. It never
 // contains the lock value (the ownership proof).
@@ -328,6 +349,9 @@ func (s *DistributedLockSpec) TTLOrDefault() time.Duration {
 func (s *DistributedLockSpec) FencingEnabled() bool {
 	return s.Fencing == nil || s.Fencing.Enabled == nil || *s.Fencing.Enabled
 }
+
+// FIFO reports whether spec.fairness asks for strict FIFO.
+func (s *DistributedLockSpec) FIFO() bool { return s.Fairness == FairnessFIFO }
 
 // Inline reports whether the lock names its Redis servers itself
 // (spec.redis) instead of a store (spec.storeRef).

@@ -27,6 +27,7 @@ type targetFlags struct {
 	redis      string
 	key        string
 	ttl        time.Duration
+	fifo       bool
 	identity   string
 }
 
@@ -36,6 +37,7 @@ func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.redis, "redis", "", "without Kubernetes: redis:// or rediss:// URL(s), redis://[[user]:password@]host:port[/db]; several, comma-separated, mean Redlock over independent nodes")
 	fs.StringVar(&f.key, "key", "", "with --redis: the lock key")
 	fs.DurationVar(&f.ttl, "ttl", lock.DefaultTTL, "with --redis: the lease TTL (a DistributedLock brings its own)")
+	fs.BoolVar(&f.fifo, "fifo", false, "with --redis: strict FIFO, a free lock always goes to the first in line (a DistributedLock brings its own spec.fairness)")
 	fs.StringVar(&f.identity, "identity", "", "holder identity (default: $POD_NAME or hostname, and pid)")
 }
 
@@ -87,7 +89,11 @@ func (f *targetFlags) open(ctx context.Context) (*locker, error) {
 		if f.key == "" {
 			return nil, exit(ExitUsage, errors.New("--redis needs --key"))
 		}
-		return openRedis(f.redis, f.key, append([]lock.Option{lock.WithTTL(f.ttl)}, opts...))
+		opts = append(opts, lock.WithTTL(f.ttl))
+		if f.fifo {
+			opts = append(opts, lock.WithFIFO())
+		}
+		return openRedis(f.redis, f.key, opts)
 	}
 	return nil, exit(ExitUsage, errors.New("say which lock: --lock NAMESPACE/NAME, or --redis URL --key K"))
 }

@@ -2,7 +2,7 @@ package protocol_test
 
 import (
 	"context"
-	"os"
+	_ "embed"
 	"testing"
 	"time"
 
@@ -12,46 +12,82 @@ import (
 	"github.com/redlease/redlease/internal/redistest"
 )
 
-// v1 are the protocol-1 scripts as released (testdata/v1): what a client
-// not yet upgraded runs during a rolling upgrade.
-type v1 struct{ acquire, release *redis.Script }
+// The protocol-1 scripts as released: what a client not yet upgraded runs
+// during a rolling upgrade.
+var (
+	//go:embed testdata/v1/acquire.lua
+	v1AcquireSrc string
+	//go:embed testdata/v1/release.lua
+	v1ReleaseSrc string
+	v1Acquire    = redis.NewScript(v1AcquireSrc)
+	v1Release    = redis.NewScript(v1ReleaseSrc)
+)
 
-func loadV1(t *testing.T) v1 {
-	t.Helper()
-	read := func(name string) *redis.Script {
-		src, err := os.ReadFile("testdata/v1/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return redis.NewScript(string(src))
-	}
-	return v1{read("acquire.lua"), read("release.lua")}
+// server runs both protocols' scripts on one redis-server; every call
+// fails the test on a Redis error, so the tests read as the protocol.
+type server struct {
+	t   *testing.T
+	ctx context.Context
+	c   *redis.Client
 }
 
-func (o v1) take(ctx context.Context, c *redis.Client, key, value string) (acquired bool, fence int64, err error) {
-	res, err := o.acquire.Run(ctx, c, []string{key, protocol.FenceKey(key), protocol.EventsChannel(key)},
-		value, 10000, "1", "old-pod:1").Int64Slice()
+func newServer(t *testing.T) *server {
+	return &server{t: t, ctx: t.Context(), c: redistest.StartStandalone(t).Client(t)}
+}
+
+func (s *server) must(err error) {
+	s.t.Helper()
 	if err != nil {
-		return false, 0, err
+		s.t.Fatal(err)
 	}
-	return res[0] == 1, res[1], nil
 }
 
-func (o v1) give(ctx context.Context, c *redis.Client, key, value string) (bool, error) {
-	n, err := o.release.Run(ctx, c, []string{key, protocol.EventsChannel(key)}, value).Int64()
-	return n == 1, err
+// oldTake is a protocol-1 acquire: acquired, and the fence when it was.
+func (s *server) oldTake(key, value string) (bool, int64) {
+	s.t.Helper()
+	res, err := v1Acquire.Run(s.ctx, s.c, []string{key, protocol.FenceKey(key), protocol.EventsChannel(key)},
+		value, 10000, "1", "old-pod:1").Int64Slice()
+	s.must(err)
+	return res[0] == 1, res[1]
 }
 
-// take runs the protocol-2 acquire script for a waiter (it queues when the
-// key is held).
-func take(ctx context.Context, c *redis.Client, key, value string, queued bool) (acquired bool, fence int64, err error) {
+func (s *server) oldGive(key, value string) bool {
+	s.t.Helper()
+	n, err := v1Release.Run(s.ctx, s.c, []string{key, protocol.EventsChannel(key)}, value).Int64()
+	s.must(err)
+	return n == 1
+}
+
+// take is a protocol-2 acquire by a waiter (it queues when the key is held).
+func (s *server) take(key, value string, queued bool) (bool, int64) {
+	s.t.Helper()
 	args := protocol.AcquireArgs{Value: value, TTL: 10 * time.Second, Fencing: true, Identity: "new-pod:1",
 		Place: time.Minute, Queued: queued, Window: time.Second}
-	res, err := protocol.AcquireScript.Run(ctx, c, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
-	if err != nil {
-		return false, 0, err
+	res, err := protocol.AcquireScript.Run(s.ctx, s.c, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
+	s.must(err)
+	return res[0] == 1, res[1]
+}
+
+func (s *server) give(key, value string, window time.Duration) bool {
+	s.t.Helper()
+	ok, err := protocol.Release(s.ctx, s.c, key, value, window, false)
+	s.must(err)
+	return ok
+}
+
+func (s *server) holder(key string) string {
+	s.t.Helper()
+	h, err := protocol.ReadHolder(s.ctx, s.c, key)
+	s.must(err)
+	return h.Identity
+}
+
+// expect fails the test unless got is want.
+func expect[T comparable](t *testing.T, got, want T, what string) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s = %v, want %v", what, got, want)
 	}
-	return res[0] == 1, res[1], nil
 }
 
 func value(t *testing.T, identity string) string {
@@ -70,14 +106,12 @@ func value(t *testing.T, identity string) string {
 // out, each names the other as holder, and an old release (which knows no
 // line) still lets a queued new waiter in.
 func TestProtocol1And2SideBySide(t *testing.T) {
-	srv := redistest.StartStandalone(t)
-	c := srv.Client(t)
-	ctx := t.Context()
+	s := newServer(t)
 	const key = "upgrade"
-	old := loadV1(t)
 	var last int64
-	fenceAbove := func(f int64, who string) {
+	took := func(ok bool, f int64, who string) {
 		t.Helper()
+		expect(t, ok, true, who+" acquired")
 		if f <= last {
 			t.Fatalf("%s got fence %d, not above %d", who, f, last)
 		}
@@ -85,66 +119,36 @@ func TestProtocol1And2SideBySide(t *testing.T) {
 	}
 
 	// An old client holds; a new one is refused and queues.
-	oldValue := value(t, "old-pod:1")
-	ok, f, err := old.take(ctx, c, key, oldValue)
-	if err != nil || !ok {
-		t.Fatalf("old acquire = %v, %v", ok, err)
-	}
-	fenceAbove(f, "the old client")
-	newValue := value(t, "new-pod:1")
-	if ok, _, err := take(ctx, c, key, newValue, false); err != nil || ok {
-		t.Fatalf("new acquire of a key an old client holds = %v, %v", ok, err)
-	}
-	if h, err := protocol.ReadHolder(ctx, c, key); err != nil || h.Identity != "old-pod:1" {
-		t.Fatalf("holder = %+v, %v; want the old client", h, err)
-	}
+	oldValue, newValue := value(t, "old-pod:1"), value(t, "new-pod:1")
+	ok, f := s.oldTake(key, oldValue)
+	took(ok, f, "the old client")
+	ok, _ = s.take(key, newValue, false)
+	expect(t, ok, false, "new acquire of a key an old client holds")
+	expect(t, s.holder(key), "old-pod:1", "holder")
 	// The old release knows no line: it deletes the key and says
 	// "released"; the queued new waiter's next attempt takes it.
-	if ok, err := old.give(ctx, c, key, oldValue); err != nil || !ok {
-		t.Fatalf("old release = %v, %v", ok, err)
-	}
-	ok, f, err = take(ctx, c, key, newValue, true)
-	if err != nil || !ok {
-		t.Fatalf("queued new waiter after an old release = %v, %v", ok, err)
-	}
-	fenceAbove(f, "the new client")
-	if n := c.ZCard(ctx, protocol.LineKey(key)).Val(); n != 0 {
-		t.Fatalf("the line still holds %d places after its only waiter took the key", n)
-	}
+	expect(t, s.oldGive(key, oldValue), true, "old release")
+	ok, f = s.take(key, newValue, true)
+	took(ok, f, "the queued new waiter, after an old release")
+	expect(t, s.c.ZCard(s.ctx, protocol.LineKey(key)).Val(), 0, "places in line after its only waiter took the key")
 
 	// A second new client queues; the release hands it the key. An old
 	// client, arriving in between, is refused: the key is the waiter's.
 	waiter := value(t, "new-pod:2")
-	if ok, _, err := take(ctx, c, key, waiter, false); err != nil || ok {
-		t.Fatalf("second new acquire = %v, %v", ok, err)
-	}
-	if ok, err := protocol.Release(ctx, c, key, newValue, time.Second, false); err != nil || !ok {
-		t.Fatalf("new release = %v, %v", ok, err)
-	}
-	if ok, _, err := old.take(ctx, c, key, value(t, "old-pod:2")); err != nil || ok {
-		t.Fatalf("old acquire of a key handed to a waiter = %v, %v", ok, err)
-	}
-	if h, err := protocol.ReadHolder(ctx, c, key); err != nil || h.Identity != "new-pod:2" {
-		t.Fatalf("holder after the hand-off = %+v, %v; want the waiter it was handed to", h, err)
-	}
+	ok, _ = s.take(key, waiter, false)
+	expect(t, ok, false, "second new acquire")
+	expect(t, s.give(key, newValue, time.Second), true, "new release")
+	ok, _ = s.oldTake(key, value(t, "old-pod:2"))
+	expect(t, ok, false, "old acquire of a key handed to a waiter")
+	expect(t, s.holder(key), "new-pod:2", "holder after the hand-off")
 	// An old release with its own (stale) value cannot delete it.
-	if ok, err := old.give(ctx, c, key, oldValue); err != nil || ok {
-		t.Fatalf("old release of a key it no longer holds = %v, %v", ok, err)
-	}
-	ok, f, err = take(ctx, c, key, waiter, true)
-	if err != nil || !ok {
-		t.Fatalf("the waiter's confirmation = %v, %v", ok, err)
-	}
-	fenceAbove(f, "the waiter")
-	if ok, err := protocol.Release(ctx, c, key, waiter, time.Second, false); err != nil || !ok {
-		t.Fatalf("release = %v, %v", ok, err)
-	}
+	expect(t, s.oldGive(key, oldValue), false, "old release of a key it no longer holds")
+	ok, f = s.take(key, waiter, true)
+	took(ok, f, "the waiter, confirming")
+	expect(t, s.give(key, waiter, time.Second), true, "release")
 	// Free again: the old client takes it with a fence above them all.
-	ok, f, err = old.take(ctx, c, key, value(t, "old-pod:3"))
-	if err != nil || !ok {
-		t.Fatalf("old acquire of a free key = %v, %v", ok, err)
-	}
-	fenceAbove(f, "the old client")
+	ok, f = s.oldTake(key, value(t, "old-pod:3"))
+	took(ok, f, "the old client, on a free key")
 }
 
 // The waiting line's rules on one server: a release takes the first
@@ -152,53 +156,36 @@ func TestProtocol1And2SideBySide(t *testing.T) {
 // until it confirms; a waiter that leaves (a release with a value that
 // does not hold the key) loses its place.
 func TestTheLineOnTheServer(t *testing.T) {
-	srv := redistest.StartStandalone(t)
-	c := srv.Client(t)
-	ctx := t.Context()
+	s := newServer(t)
 	const key = "line"
 	holder := value(t, "holder:1")
-	if ok, _, err := take(ctx, c, key, holder, false); err != nil || !ok {
-		t.Fatalf("acquire = %v, %v", ok, err)
-	}
+	ok, _ := s.take(key, holder, false)
+	expect(t, ok, true, "acquire")
 	quitter, next, last := value(t, "quitter:1"), value(t, "next:1"), value(t, "last:1")
 	for _, v := range []string{quitter, next, last} {
-		if ok, _, err := take(ctx, c, key, v, false); err != nil || ok {
-			t.Fatalf("acquire of a held key = %v, %v", ok, err)
-		}
+		ok, _ := s.take(key, v, false)
+		expect(t, ok, false, "acquire of a held key")
 	}
-	if ok, err := protocol.Release(ctx, c, key, quitter, time.Second, false); err != nil || ok {
-		t.Fatalf("a waiter leaving = %v, %v; want false (it held nothing)", ok, err)
-	}
-	ps := c.Subscribe(ctx, protocol.EventsChannel(key))
+	expect(t, s.give(key, quitter, time.Second), false, "a waiter leaving (it held nothing)")
+	ps := s.c.Subscribe(s.ctx, protocol.EventsChannel(key))
 	defer func() { _ = ps.Close() }()
-	if _, err := ps.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := protocol.Release(ctx, c, key, holder, 300*time.Millisecond, false); err != nil || !ok {
-		t.Fatalf("release = %v, %v", ok, err)
-	}
-	if got := c.Get(ctx, key).Val(); got != next {
-		t.Fatalf("the release handed the key to %q, want the first waiter still in line", protocol.IdentityFromValue(got))
-	}
-	msg, err := ps.ReceiveMessage(ctx)
-	if want := "granted " + protocol.ValueDigest(next) + " " + protocol.ValueDigest(last); err != nil || msg.Payload != want {
-		t.Fatalf("message = %v, %v; want %q (the chosen waiter, then the one now first)", msg, err, want)
-	}
-	if pttl := c.PTTL(ctx, key).Val(); pttl > 300*time.Millisecond || pttl <= 0 {
+	_, err := ps.Receive(s.ctx)
+	s.must(err)
+	expect(t, s.give(key, holder, 300*time.Millisecond), true, "release")
+	expect(t, s.holder(key), "next:1", "the waiter the release handed the key to (the first still in line)")
+	msg, err := ps.ReceiveMessage(s.ctx)
+	s.must(err)
+	expect(t, msg.Payload, "granted "+protocol.ValueDigest(next)+" "+protocol.ValueDigest(last), "message (the chosen waiter, then the one now first)")
+	if pttl := s.c.PTTL(s.ctx, key).Val(); pttl > 300*time.Millisecond || pttl <= 0 {
 		t.Fatalf("the handed key's PTTL is %v, want the 300ms window", pttl)
 	}
-	if got := c.ZRange(ctx, protocol.LineKey(key), 0, -1).Val(); len(got) != 1 || got[0] != last {
-		t.Fatalf("the line holds %d places, want only the last waiter's", len(got))
-	}
+	expect(t, s.c.ZCard(s.ctx, protocol.LineKey(key)).Val(), 1, "places in line (only the last waiter's)")
 	// Unconfirmed, the hand-off runs out and the key is free.
 	time.Sleep(400 * time.Millisecond)
-	if n := c.Exists(ctx, key).Val(); n != 0 {
-		t.Fatal("an unconfirmed hand-off outlived its window")
-	}
-	if ok, _, err := take(ctx, c, key, next, true); err != nil || !ok {
-		t.Fatalf("acquire of the free key = %v, %v", ok, err)
-	}
-	if pttl := c.PTTL(ctx, key).Val(); pttl < 9*time.Second {
+	expect(t, s.c.Exists(s.ctx, key).Val(), 0, "keys left after an unconfirmed hand-off's window")
+	ok, _ = s.take(key, next, true)
+	expect(t, ok, true, "acquire of the free key")
+	if pttl := s.c.PTTL(s.ctx, key).Val(); pttl < 9*time.Second {
 		t.Fatalf("PTTL after the acquisition = %v, want the 10s TTL", pttl)
 	}
 }
@@ -207,9 +194,8 @@ func TestTheLineOnTheServer(t *testing.T) {
 // whoever asks first; with FIFO it goes to the head of the line, and the
 // caller queues behind.
 func TestAFreeKeyGoesToTheHeadOnlyWithFIFO(t *testing.T) {
-	srv := redistest.StartStandalone(t)
-	c := srv.Client(t)
-	ctx := t.Context()
+	s := newServer(t)
+	c, ctx := s.c, s.ctx
 	for _, tt := range []struct {
 		name string
 		fifo bool
@@ -220,9 +206,8 @@ func TestAFreeKeyGoesToTheHeadOnlyWithFIFO(t *testing.T) {
 				t.Fatal(err)
 			}
 			head := value(t, "head:1")
-			if ok, _, err := take(ctx, c, key, head, false); err != nil || ok {
-				t.Fatalf("acquire of a held key = %v, %v", ok, err)
-			}
+			ok, _ := s.take(key, head, false)
+			expect(t, ok, false, "acquire of a held key")
 			c.Del(ctx, key) // the holder's key expired
 			caller := value(t, "caller:1")
 			args := protocol.AcquireArgs{Value: caller, TTL: 10 * time.Second, Fencing: true, Identity: "caller:1",

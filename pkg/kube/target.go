@@ -85,6 +85,7 @@ type target struct {
 	ttl         time.Duration
 	renew       time.Duration
 	fencing     bool
+	fifo        bool // spec.fairness FIFO
 	replicaAcks int
 }
 
@@ -151,7 +152,7 @@ func checkReady(dl *v1alpha1.DistributedLock) error {
 // filled in.
 func leaseSettings(dl *v1alpha1.DistributedLock) target {
 	spec := &dl.Spec
-	t := target{ttl: spec.TTLOrDefault(), fencing: spec.FencingEnabled()}
+	t := target{ttl: spec.TTLOrDefault(), fencing: spec.FencingEnabled(), fifo: spec.FIFO()}
 	t.renew = lock.DefaultRenewInterval(t.ttl)
 	if spec.RenewInterval != nil {
 		t.renew = spec.RenewInterval.Duration
@@ -170,8 +171,8 @@ func leaseSettings(dl *v1alpha1.DistributedLock) target {
 func (t target) fingerprint() string {
 	h := sha256.New()
 	// hash.Hash's Write never returns an error, so neither does Fprintf.
-	_, _ = fmt.Fprintf(h, "%q|%s|%q|%+v|%d|%s|%s|%v|%v|%v|%d", t.key, t.conn.Mode, t.conn.Addresses, t.conn.Sentinel, t.conn.DB,
-		redisconn.Credentials{TLS: t.servers.TLS}.Fingerprint(), t.sentinels.Fingerprint(), t.ttl, t.renew, t.fencing, t.replicaAcks)
+	_, _ = fmt.Fprintf(h, "%q|%s|%q|%+v|%d|%s|%s|%v|%v|%v|%d|%v", t.key, t.conn.Mode, t.conn.Addresses, t.conn.Sentinel, t.conn.DB,
+		redisconn.Credentials{TLS: t.servers.TLS}.Fingerprint(), t.sentinels.Fingerprint(), t.ttl, t.renew, t.fencing, t.replicaAcks, t.fifo)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -185,6 +186,9 @@ func (t target) connect(opts []lock.Option, source redisconn.CredentialsSource) 
 	base := []lock.Option{lock.WithTTL(t.ttl), lock.WithRenewInterval(t.renew), lock.WithFencing(t.fencing)}
 	if t.replicaAcks > 0 {
 		base = append(base, lock.WithReplicaAck(t.replicaAcks, t.replicaAckTimeout()))
+	}
+	if t.fifo {
+		base = append(base, lock.WithFIFO())
 	}
 	opts = append(base, opts...)
 	clients, err := redisconn.NewUniversal(t.conn, t.servers, t.sentinels, redisconn.WithCredentialsSource(source))

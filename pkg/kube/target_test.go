@@ -187,11 +187,24 @@ func TestFingerprint(t *testing.T) {
 		{"sentinels' password", func(t *target) { t.sentinels.Password = "x" }, true},
 		{"ttl", func(t *target) { t.ttl = time.Minute }, true},
 		{"waitForReplicas", func(t *target) { t.replicaAcks = 1 }, true},
+		{"fairness", func(t *target) { t.fifo = true }, true},
 	} {
 		tg := base()
 		c.change(&tg)
 		if rebuild := tg.fingerprint() != fp; rebuild != c.rebuild {
 			t.Errorf("%s: new binding = %v, want %v", c.name, rebuild, c.rebuild)
 		}
+	}
+}
+
+// TestLeaseSettings: what the spec says about leases reaches the Locker.
+func TestLeaseSettings(t *testing.T) {
+	dl := readyLock(v1alpha1.ConnectionStatus{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"m:1"}})
+	if got := leaseSettings(dl); got.fifo || got.ttl != 30*time.Second || !got.fencing {
+		t.Errorf("defaults: %+v, want ttl 30s, fencing, no FIFO", got)
+	}
+	dl.Spec.Fairness = v1alpha1.FairnessFIFO
+	if !leaseSettings(dl).fifo {
+		t.Error("spec.fairness FIFO did not make a FIFO Locker")
 	}
 }

@@ -22,8 +22,8 @@
 //     this library holds the key on that Redis — provided Redis kept the key
 //     (see below) and clocks drift less than the drift allowance
 //     (TestNoLostUpdateUnderContention, TestLateReleaseDoesNotDeleteTheSuccessorsKey).
-//   - Acquisition is one script: SET NX PX, the fence increment and the
-//     "acquired" message are atomic against every other client, so a key
+//   - Acquisition is one script: SET NX PX and the fence increment are
+//     atomic against every other client, so a key
 //     never exists without its TTL (TestLockKeyNeverExistsWithoutTTL). Redis
 //     does not roll a failed script back; the script checks the fence
 //     counter before using it and deletes its own SET on any later error,
@@ -56,6 +56,17 @@
 //   - With WithReplicaAck, an acquisition or renewal counts only once the
 //     replicas acknowledged it, so ValidUntil never exceeds what they hold
 //     (TestFailoverBeforeReplication, TestRenewalUnderReplicaAckNeverOutlivesTheReplica).
+//   - Waiting is a line in Redis, shared by every process (New; not
+//     Redlock). A failed attempt queues; a release hands the key to the
+//     first waiter and tells only that one, so a release costs one
+//     acquisition attempt whatever the number of waiting processes
+//     (TestOneAttemptPerReleaseAcrossLockers), and waiters get the key in
+//     the order they queued, a releaser that asks again queuing behind
+//     them (TestTheLineHandsTheKeyInArrivalOrder). A key handed to a
+//     waiter is its lease only from that waiter's own confirming request,
+//     counted from its sending like any acquisition, never from the
+//     hand-off (test/chaos TestLineHeadPausedAcrossItsHandOff). A waiter
+//     that gives up leaves the line (TestAWaiterThatGivesUpLeavesTheLine).
 //
 // # Semaphores
 //
@@ -133,4 +144,13 @@
 //     evict them, and a restart without persistence forgets them.
 //   - Anyone who can run commands on the Redis server can break any lock:
 //     the lock value is a guard against mistakes, not an access control.
+//   - The line's order is not strict by default: a key freed by expiry
+//     (its holder died, or a hand-off went unconfirmed) goes to whoever
+//     asks first; WithFIFO gives it to the head too. A waiter that died in
+//     the line costs the others one hand-off window (1 s, at most the TTL)
+//     when its turn comes (TestAHandOffToADeadWaiterCostsOneWindow); a
+//     Redis restart without persistence forgets the line with the keys.
+//     Waiters with different TTLs on one key share the line's expiry, so
+//     the shortest may let a long-sleeping waiter's place lapse: it then
+//     queues again at the back.
 package lock

@@ -160,42 +160,13 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 			c.queued = false // the acquire script took it out of the line
 			return lease, nil
 		}
-		var held *NotAcquiredError
-		var wait time.Duration
-		switch {
-		case errors.As(err, &held) && held.HolderTTL >= 0:
-			w.spent() // someone else took the release this waiter was woken by
-			// At least every TTL, so that the waiter keeps its place.
-			wait = min(held.HolderTTL+backoff.Jitter(l.cfg.backoffMin), l.cfg.ttl)
-			retry.Reset()
-		case errors.As(err, &held):
-			// A key without TTL was not written by this library and may
-			// stay forever: back off instead of polling it, and say so.
-			w.spent()
-			if !warned {
-				warned = true
-				l.metrics.keysWithoutTTL.Inc()
-				l.cfg.logger.Info("lock key exists without a TTL (not set by redlease?); backing off until it is deleted", "key", key)
-			}
-			wait = retry.Next()
-		case retryable(err):
-			wait = retry.Next()
-		default:
+		wait, held, ok := l.waitAfter(key, err, w, &retry, &warned)
+		if !ok {
 			return nil, err
 		}
 		lastErr = err
-		if spent {
-			// The value was given back (or may still reach the server):
-			// never try with it again.
-			if c.queued {
-				l.backend.leave(t, c.value)
-			}
-			if c, err = l.renewClaim(c); err != nil {
-				return nil, err
-			}
-			l.events.rename(w, c.value)
-		} else if held != nil && line {
-			c.queued = true // the failed attempt took (or kept) a place in line
+		if c, err = l.nextClaim(t, c, w, spent, held && line); err != nil {
+			return nil, err
 		}
 		if w == nil {
 			// Subscribe only once contended, so an uncontended Acquire costs
@@ -216,6 +187,52 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 			return nil, err
 		}
 	}
+}
+
+// waitAfter is how long to wait after a failed attempt that returned err,
+// whether the key was held, and false when err ends the wait.
+func (l *Locker) waitAfter(key string, err error, w *waiter, retry *backoff.Exponential, warned *bool) (wait time.Duration, held, ok bool) {
+	var na *NotAcquiredError
+	switch {
+	case errors.As(err, &na) && na.HolderTTL >= 0:
+		w.spent() // someone else took the release this waiter was woken by
+		retry.Reset()
+		// At least every TTL, so that the waiter keeps its place.
+		return min(na.HolderTTL+backoff.Jitter(l.cfg.backoffMin), l.cfg.ttl), true, true
+	case errors.As(err, &na):
+		// A key without TTL was not written by this library and may
+		// stay forever: back off instead of polling it, and say so.
+		w.spent()
+		if !*warned {
+			*warned = true
+			l.metrics.keysWithoutTTL.Inc()
+			l.cfg.logger.Info("lock key exists without a TTL (not set by redlease?); backing off until it is deleted", "key", key)
+		}
+		return retry.Next(), true, true
+	case retryable(err):
+		return retry.Next(), false, true
+	}
+	return 0, false, false
+}
+
+// nextClaim is the claim for the attempt after a failed one: c with a new
+// value when its value was spent (given back, or its attempt's outcome
+// unknown: never try with it again), leaving the line with the old one;
+// else c, queued when the failed attempt took (or kept) a place.
+func (l *Locker) nextClaim(t target, c claim, w *waiter, spent, queued bool) (claim, error) {
+	if !spent {
+		c.queued = c.queued || queued
+		return c, nil
+	}
+	if c.queued {
+		l.backend.leave(t, c.value)
+	}
+	c, err := l.renewClaim(c)
+	if err != nil {
+		return claim{}, err
+	}
+	l.events.rename(w, c.value)
+	return c, nil
 }
 
 // sleep waits for w's wake-up, d, or an error when ctx ends or the Locker

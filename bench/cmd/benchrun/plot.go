@@ -58,6 +58,25 @@ func writePlots(res *results, dir string) ([]string, error) {
 			return nil, err
 		}
 	}
+	if len(res.processes) > 0 {
+		for _, pl := range []struct {
+			file, title, ylabel string
+			y                   func(row) float64
+		}{
+			{"bench-processes.png", "Hand-off latency p50 between processes, one key, hold %v (lower is better)", "hand-off p50 (µs)",
+				func(r row) float64 { return micros(r.Lat.P50) }},
+			{"bench-processes-commands.png", "Redis commands per acquisition between processes, hold %v (lower is better)", "Redis commands per acquisition",
+				func(r row) float64 { return r.CommandsPerOp() }},
+		} {
+			p, err := contendedLines(res.processes, "worker processes", fmt.Sprintf(pl.title, res.settings.hold), pl.ylabel, pl.y, false)
+			if err != nil {
+				return nil, err
+			}
+			if err := save(p, 10*vg.Inch, 6*vg.Inch, pl.file); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if len(res.redlock) > 0 {
 		f := filepath.Join(dir, "bench-redlock.png")
 		if err := latencyBars(res.redlock, fmt.Sprintf("Redlock over %d nodes, acquire+release", res.settings.redlockNodes), f); err != nil {
@@ -142,9 +161,14 @@ func latencyBars(rows []row, title, file string) error {
 // The legend goes top left, or bottom left with legendBottom (throughput
 // lines crowd the top).
 func handoffLines(rows []row, title, ylabel string, y func(row) float64, legendBottom bool) (*plot.Plot, error) {
+	return contendedLines(rows, "workers", title, ylabel, y, legendBottom)
+}
+
+// contendedLines is handoffLines over levels that count what xName says.
+func contendedLines(rows []row, xName, title, ylabel string, y func(row) float64, legendBottom bool) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
-	p.X.Label.Text = "workers (log scale)"
+	p.X.Label.Text = xName + " (log scale)"
 	p.Y.Label.Text = ylabel
 	p.X.Scale = plot.LogScale{}
 	var ticks []plot.Tick

@@ -322,6 +322,24 @@ func writeHeld(b *strings.Builder, res *results) {
 }
 
 // writeHeadlines states redlease's position in each scenario in a sentence.
+// writeContendedHeadlines is one line per level and named redlease row of
+// a contended scenario, against the best peer.
+func writeContendedHeadlines(b *strings.Builder, rows []row, what, levelName string, names ...string) {
+	for _, lv := range levels(rows) {
+		bp := bestPeer(rows, lv)
+		for _, name := range names {
+			r := findRow(rows, lv, name)
+			if r == nil {
+				continue
+			}
+			fp, fo := findRow(rows, lv, bp.p50Name), findRow(rows, lv, bp.opsName)
+			fmt.Fprintf(b, "- %s, %d %s: %s p50 %s vs best peer %s (%s, fairness %s) = %s; throughput %s vs %s (%s, fairness %s) = %s; %s fairness %s, %.1f Redis commands per acquisition (best peer's %.1f).\n",
+				what, lv, levelName, name, fmtDur(r.Lat.P50), fmtDur(bp.p50), bp.p50Name, fairness(*fp), ratio(float64(r.Lat.P50), float64(bp.p50)),
+				fmtRate(r.Run.Throughput()), fmtRate(bp.ops), bp.opsName, fairness(*fo), ratio(r.Run.Throughput(), bp.ops), name, fairness(*r), r.CommandsPerOp(), fo.CommandsPerOp())
+		}
+	}
+}
+
 func writeHeadlines(b *strings.Builder, res *results) {
 	b.WriteString("### Headlines\n\n")
 	for _, lv := range levels(res.uncontended) {
@@ -335,17 +353,8 @@ func writeHeadlines(b *strings.Builder, res *results) {
 			lv, fmtDur(r.Lat.P50), ratio(float64(r.Lat.P50), float64(fl.Lat.P50)), ratio(float64(r.Lat.P50), float64(bp.p50)), bp.p50Name,
 			ratio(r.Run.Throughput(), bp.ops), bp.opsName)
 	}
-	for _, lv := range levels(res.handoff) {
-		r := findRow(res.handoff, lv, "redlease")
-		bp := bestPeer(res.handoff, lv)
-		if r == nil {
-			continue
-		}
-		fp, fo := findRow(res.handoff, lv, bp.p50Name), findRow(res.handoff, lv, bp.opsName)
-		fmt.Fprintf(b, "- Hand-off, %d workers: redlease p50 %s vs best peer %s (%s, fairness %s) = %s; throughput %s vs %s (%s, fairness %s) = %s; redlease fairness %s, %.1f Redis commands per acquisition.\n",
-			lv, fmtDur(r.Lat.P50), fmtDur(bp.p50), bp.p50Name, fairness(*fp), ratio(float64(r.Lat.P50), float64(bp.p50)),
-			fmtRate(r.Run.Throughput()), fmtRate(bp.ops), bp.opsName, fairness(*fo), ratio(r.Run.Throughput(), bp.ops), fairness(*r), r.CommandsPerOp())
-	}
+	writeContendedHeadlines(b, res.handoff, "Hand-off", "workers", "redlease")
+	writeContendedHeadlines(b, res.processes, "Between processes", "processes", "redlease", "redlease (FIFO)")
 	for _, lv := range levels(res.redlock) {
 		bp := bestPeer(res.redlock, lv)
 		for _, name := range []string{"redlease Redlock", "redlease Redlock (no fencing)"} {
