@@ -40,7 +40,10 @@ func TestPermitsNeverExceedNAcrossLockers(t *testing.T) {
 					return
 				}
 				n := holding.Add(1)
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				for m := most.Load(); n > m; m = most.Load() {
+					if most.CompareAndSwap(m, n) {
+						break
+					}
 				}
 				taken.Add(1)
 				time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond) //nolint:gosec // G404: random holds; timing needs no cryptographic randomness
