@@ -1,6 +1,7 @@
 // Package faultproxy puts an in-process toxiproxy between a test's clients
-// and a real server, on loopback, to add latency or swallow traffic — the
-// network faults that process signals (kill, SIGSTOP) cannot make.
+// and a real server, on loopback, to add latency, swallow traffic or cut
+// the server off — the network faults that process signals (kill, SIGSTOP)
+// cannot make, or not without stopping a server other tests share.
 package faultproxy
 
 import (
@@ -46,6 +47,19 @@ func (p *Proxy) Latency(d time.Duration) {
 // answers, until Reset: a partition that leaves connections open.
 func (p *Proxy) BlackHole() {
 	p.add("timeout", "upstream", `{"timeout": 0}`)
+}
+
+// Cut closes every connection through the proxy and refuses new ones until
+// Restore: the server as its clients see it while it is down, or
+// restarting.
+func (p *Proxy) Cut() { p.proxy.Stop() }
+
+// Restore accepts connections again after Cut, on the same address.
+func (p *Proxy) Restore() {
+	p.t.Helper()
+	if err := p.proxy.Start(); err != nil {
+		p.t.Fatalf("faultproxy: listening again on %s: %v", p.Addr(), err)
+	}
 }
 
 // Reset removes every fault.

@@ -45,3 +45,31 @@ func TestLatencyAndBlackHole(t *testing.T) {
 		t.Fatalf("after Reset: %v", err)
 	}
 }
+
+func TestCutAndRestore(t *testing.T) {
+	srv := redistest.StartStandalone(t)
+	p := faultproxy.New(t, srv.Addr())
+	c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+	defer func() { _ = c.Close() }()
+	ctx := context.Background()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("through the proxy: %v", err)
+	}
+
+	p.Cut()
+	start := time.Now()
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING answered on a connection opened before the cut")
+	}
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING answered on a new connection during the cut")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("the cut took %v to show: connections should be closed and refused, not left hanging", d)
+	}
+
+	p.Restore()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("after Restore: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -26,13 +27,19 @@ type secretReader struct {
 	mu     sync.Mutex
 	secret corev1.Secret
 	err    error
+	hang   bool // no answer: Get returns when its context ends
 	gets   int
 }
 
-func (r *secretReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+func (r *secretReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.gets++
+	if r.hang {
+		r.mu.Unlock()
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	defer r.mu.Unlock()
 	if r.err != nil {
 		return r.err
 	}
@@ -68,7 +75,7 @@ func (r *secretReader) reads() int {
 func TestSecretCache(t *testing.T) {
 	r := &secretReader{secret: corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", ResourceVersion: "1"},
 		Data: map[string][]byte{"username": []byte("tenant"), "password": []byte("old")}}}
-	c := &secretCache{reader: r, namespace: "jobs"}
+	c := newCredentials(newSecretCache(r), "jobs")
 	ctx := t.Context()
 	const age = 50 * time.Millisecond
 
@@ -103,7 +110,7 @@ func TestSecretCache(t *testing.T) {
 func TestSecretCacheFailures(t *testing.T) {
 	r := &secretReader{secret: corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", ResourceVersion: "1"},
 		Data: map[string][]byte{"password": []byte("new")}}}
-	c := &secretCache{reader: r, namespace: "jobs"}
+	c := newCredentials(newSecretCache(r), "jobs")
 	ctx := t.Context()
 	const age = 50 * time.Millisecond
 	if _, _, err := c.load(ctx, "creds", tlsParams{on: true}, age); err != nil {
@@ -125,6 +132,25 @@ func TestSecretCacheFailures(t *testing.T) {
 	if servers, _, err := c.load(ctx, "creds", tlsParams{on: true}, age); err != nil || servers.Password != "new" {
 		t.Fatalf("an acquisition with the API server down: %+v, %v; want the copy", servers, err)
 	}
+
+	// An API server that takes connections but never answers costs an
+	// acquisition at most half of its time: the copy serves.
+	r.mu.Lock()
+	r.hang = true
+	r.mu.Unlock()
+	time.Sleep(age)
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	start := time.Now()
+	if servers, _, err := c.load(short, "creds", tlsParams{on: true}, age); err != nil || servers.Password != "new" {
+		t.Fatalf("an acquisition with the API server not answering: %+v, %v; want the copy", servers, err)
+	}
+	if d := time.Since(start); d > 700*time.Millisecond || short.Err() != nil {
+		t.Fatalf("the re-read took %v of the acquisition's 1s", d)
+	}
+	r.mu.Lock()
+	r.hang, r.err = false, apierrors.NewServiceUnavailable("API server down")
+	r.mu.Unlock()
 	if _, _, err := c.load(ctx, "creds", tlsParams{}, age); err == nil {
 		t.Fatal("an acquisition with other TLS settings and the API server down used a copy read with the old ones")
 	}
@@ -134,5 +160,66 @@ func TestSecretCacheFailures(t *testing.T) {
 	r.mu.Unlock()
 	if _, _, err := c.load(ctx, "creds", tlsParams{on: true}, age); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "needs get") {
 		t.Fatalf("access revoked: %v, want the Forbidden error saying what the pod needs", err)
+	}
+}
+
+// TestSecretCacheIsShared: the Lockers whose status names one Secret with
+// the same TLS settings (the locks of one store, or many handles on one
+// lock) share its copy: one read for all of them, then at most one per
+// maxAge, however many ask at once; other TLS settings or another
+// namespace's Secret of the same name are other copies.
+func TestSecretCacheIsShared(t *testing.T) {
+	r := &secretReader{secret: corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", ResourceVersion: "1"},
+		Data: map[string][]byte{"password": []byte("pw")}}}
+	cache := newSecretCache(r)
+	ctx := t.Context()
+	const age = 100 * time.Millisecond
+	const lockers = 20
+	all := func(do func(c *credentials) error) {
+		t.Helper()
+		views := make([]*credentials, lockers)
+		for i := range views {
+			views[i] = newCredentials(cache, "jobs")
+		}
+		errs := make(chan error, lockers)
+		for _, c := range views {
+			go func() { errs <- do(c) }()
+		}
+		for range views {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	load := func(c *credentials) error {
+		servers, _, err := c.load(ctx, "creds", tlsParams{}, age)
+		if err == nil && servers.Password != "pw" {
+			err = errors.New("wrong password")
+		}
+		return err
+	}
+	all(load)
+	if n := r.reads(); n != 1 {
+		t.Fatalf("%d Lockers read the Secret %d times, want once", lockers, n)
+	}
+	time.Sleep(age)
+	all(func(c *credentials) error {
+		if err := load(c); err != nil {
+			return err
+		}
+		_, pw, err := c.serve(ctx)
+		if pw != "pw" {
+			return fmt.Errorf("serve = %q, %w", pw, err)
+		}
+		return err
+	})
+	if n := r.reads(); n != 2 {
+		t.Fatalf("once the copy was maxAge old, %d Lockers read the Secret %d more times, want once", lockers, n-1)
+	}
+	if _, _, err := newCredentials(cache, "jobs").load(ctx, "creds", tlsParams{on: true}, age); err != nil || r.reads() != 3 {
+		t.Fatalf("other TLS settings used the copy parsed without TLS (%d reads), %v", r.reads(), err)
+	}
+	if _, _, err := newCredentials(cache, "other").load(ctx, "creds", tlsParams{}, age); err != nil || r.reads() != 4 {
+		t.Fatalf("another namespace's Secret used this one's copy (%d reads), %v", r.reads(), err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/redis/go-redis/v9"
 
@@ -45,16 +44,18 @@ var ErrClosed = fmt.Errorf("kube: %w", lock.ErrClosed)
 var ErrRebinding = errors.New("kube: the DistributedLock names another lock while leases are held under the old one")
 
 // Locker is a handle on one DistributedLock's key. It is safe for concurrent
-// use; create one per resource and share it.
+// use; create one per resource and share it: Lockers share the process's
+// API client, watch and Secret copies (see NewLocker), but each has its own
+// Redis clients.
 type Locker struct {
 	namespace, name string
-	secrets         *secretCache
+	watch           *namespaceWatch // shared with the process's other Lockers of the namespace
+	secrets         *credentials
 	opts            []lock.Option
-	stopWatch       context.CancelFunc
-	watchDone       chan struct{}
 
 	mu      sync.Mutex
-	obj     *v1alpha1.DistributedLock // latest seen
+	obj     *v1alpha1.DistributedLock // latest seen; shared with the watch, never modified
+	gone    bool                      // deleted since (obj is its last version)
 	current *binding                  // for new acquisitions; nil until needed
 	retired []*binding                // closed once their last lease ends
 	closed  bool
@@ -78,28 +79,28 @@ type binding struct {
 // opts are applied after the options the resource implies (TTL, renew
 // interval, fencing, waitForReplicas), so they can add an identity, a logger
 // or metrics — or override the resource, deliberately.
+//
+// The Lockers of a process share one API client per rest.Config (equal
+// configs count as one, see the package doc), one watch per namespace and
+// one copy of each credentials Secret: the first Locker of a namespace
+// lists its DistributedLocks, the next ones read from that watch without a
+// request. The last Close stops the watch.
 func NewLocker(ctx context.Context, cfg *rest.Config, namespace, name string, opts ...lock.Option) (*Locker, error) {
-	scheme, err := newScheme()
+	w, err := clients.join(cfg, namespace)
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("kube: building a client: %w", err)
+	l := &Locker{namespace: namespace, name: name, watch: w, secrets: newCredentials(w.client.secrets, namespace), opts: opts}
+	if err := w.add(ctx, name, l); err != nil {
+		clients.leave(w)
+		return nil, err
 	}
-	var dl v1alpha1.DistributedLock
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &dl); err != nil {
-		return nil, fmt.Errorf("kube: reading DistributedLock %s/%s: %w", namespace, name, err)
-	}
-	watchCtx, cancel := context.WithCancel(context.Background())
-	l := &Locker{namespace: namespace, name: name, secrets: &secretCache{reader: c, namespace: namespace}, opts: opts, obj: &dl,
-		stopWatch: cancel, watchDone: make(chan struct{})}
-	go l.follow(watchCtx, c, dl.ResourceVersion)
 	return l, nil
 }
 
 // Key returns the Redis key of the resource as last seen: status.key, the
-// effective key the controller publishes ("" until it has).
+// effective key the controller publishes ("" until it has; after a
+// deletion, the last version's).
 func (l *Locker) Key() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -153,12 +154,18 @@ func (l *Locker) bind(ctx context.Context, wait bool) (*binding, error) {
 			l.mu.Unlock()
 			return nil, ErrClosed
 		}
-		obj := l.obj
+		obj, gone := l.obj, l.gone
 		// Taken with obj: any change after this read closes it.
 		changed := l.changes()
 		l.mu.Unlock()
 
-		t, err := resolve(ctx, l.secrets, obj)
+		var t target
+		var err error
+		if gone {
+			err = fmt.Errorf("%w: %s/%s was deleted (Acquire waits for it to be created again)", ErrNotReady, l.namespace, l.name)
+		} else {
+			t, err = resolve(ctx, l.secrets, obj)
+		}
 		if err != nil {
 			if !wait || !errors.Is(err, ErrNotReady) {
 				return nil, err
@@ -331,8 +338,8 @@ func (l *Locker) Close() error {
 	l.retired, l.current = nil, nil
 	l.mu.Unlock()
 
-	l.stopWatch()
-	<-l.watchDone
+	l.watch.remove(l.name, l)
+	clients.leave(l.watch)
 	var errs []error
 	for _, b := range bindings {
 		if b != nil {
@@ -342,10 +349,22 @@ func (l *Locker) Close() error {
 	return errors.Join(errs...)
 }
 
+// observe records a version of the resource from the watch.
 func (l *Locker) observe(dl *v1alpha1.DistributedLock) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.obj = dl
+	l.obj, l.gone = dl, false
+	l.wake()
+}
+
+// deleted records that the watch saw the resource deleted. New
+// acquisitions fail with ErrNotReady (Acquire waits) until it is created
+// again; leases held run on until they end, as the deletion leaves Redis
+// alone.
+func (l *Locker) deleted() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gone = true
 	l.wake()
 }
 
@@ -361,7 +380,8 @@ func (l *Locker) Inspect(ctx context.Context) (lock.Holding, error) {
 	return b.locker.Inspect(ctx, b.key)
 }
 
-// Resource returns a copy of the DistributedLock as last seen.
+// Resource returns a copy of the DistributedLock as last seen (after a
+// deletion, its last version).
 func (l *Locker) Resource() *v1alpha1.DistributedLock {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -27,9 +27,10 @@ import (
 
 // ErrNotReady reports a DistributedLock a pod cannot use yet: its Ready
 // condition is not True (the controller has not resolved it, or a safety
-// property it asks for is not in force), or its status lacks what pods
+// property it asks for is not in force), its status lacks what pods
 // connect with (key, connection, credentialsSecretRef, or the Secret
-// itself). The error names the reason.
+// itself), or it was deleted after the Locker was made (until it is
+// created again). The error names the reason.
 var ErrNotReady = errors.New("kube: DistributedLock not ready")
 
 // identity is what makes a DistributedLock the lock it is: the store it
@@ -92,7 +93,7 @@ type target struct {
 // resolve turns the resource into a target: the connection from its
 // status, the credentials from the Secret the status names (through
 // secrets), the lease settings from its spec.
-func resolve(ctx context.Context, secrets *secretCache, dl *v1alpha1.DistributedLock) (target, error) {
+func resolve(ctx context.Context, secrets *credentials, dl *v1alpha1.DistributedLock) (target, error) {
 	if err := checkReady(dl); err != nil {
 		return target{}, err
 	}
