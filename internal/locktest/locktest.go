@@ -55,3 +55,15 @@ func ReleaseAtEnd(t testing.TB, lease *lock.Lease) {
 		}
 	})
 }
+
+// WaitFor polls cond every 5 ms and fails t unless it holds within d.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: not within %v", what, d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

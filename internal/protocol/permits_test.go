@@ -84,19 +84,10 @@ func TestPermitsOnTheServer(t *testing.T) {
 	s := newServer(t)
 	const key = "sem"
 	a, b, w1, w2 := value(t, "a:1"), value(t, "b:1"), value(t, "w1:1"), value(t, "w2:1")
-	var last int64
-	took := func(ok bool, f int64, who string) {
-		t.Helper()
-		expect(t, ok, true, who+" acquired")
-		if f <= last {
-			t.Fatalf("%s got fence %d, not above %d", who, f, last)
-		}
-		last = f
-	}
 	ok, f := s.permit(key, a, 2, false)
-	took(ok, f, "a")
+	s.took(ok, f, "a")
 	ok, f = s.permit(key, b, 2, false)
-	took(ok, f, "b")
+	s.took(ok, f, "b")
 	for _, v := range []string{w1, w2} {
 		ok, ms := s.permit(key, v, 2, false)
 		expect(t, ok, false, "a third permit")
@@ -106,7 +97,7 @@ func TestPermitsOnTheServer(t *testing.T) {
 	}
 	p := s.permits(key)
 	expectHolders(t, p, "a:1", "b:1")
-	expect(t, int64(p.Fence), last, "the fence counter") //nolint:gosec // G115: a fence is below 2^53
+	expect(t, int64(p.Fence), s.lastFence, "the fence counter") //nolint:gosec // G115: a fence is below 2^53
 	if since := time.Since(p.Holders[0].Since); since < 0 || since > 5*time.Second {
 		t.Fatalf("a's permit since %v ago", since)
 	}
@@ -130,7 +121,7 @@ func TestPermitsOnTheServer(t *testing.T) {
 	ok, _ = s.permit(key, value(t, "late:1"), 2, false)
 	expect(t, ok, false, "a newcomer's attempt on a permit handed to a waiter")
 	ok, f = s.permit(key, w1, 2, true)
-	took(ok, f, "w1, confirming")
+	s.took(ok, f, "w1, confirming")
 	expectHolders(t, s.permits(key), "b:1", "w1:1")
 
 	// Unconfirmed, a hand-off runs out with its window.
@@ -138,7 +129,7 @@ func TestPermitsOnTheServer(t *testing.T) {
 	time.Sleep(400 * time.Millisecond)
 	expectHolders(t, s.permits(key), "w1:1")
 	ok, f = s.permit(key, w2, 2, true)
-	took(ok, f, "the next caller, on the permit the window freed")
+	s.took(ok, f, "the next caller, on the permit the window freed")
 	for _, k := range []string{key, protocol.HoldersKey(key)} {
 		if pttl := s.c.PTTL(s.ctx, k).Val(); pttl <= 9*time.Second || pttl > 10*time.Second {
 			t.Fatalf("%s's PTTL %v, want the last permit's", k, pttl)

@@ -29,6 +29,8 @@ type server struct {
 	t   *testing.T
 	ctx context.Context
 	c   *redis.Client
+	// lastFence is the last fence took saw.
+	lastFence int64
 }
 
 func newServer(t *testing.T) *server {
@@ -82,6 +84,17 @@ func (s *server) holder(key string) string {
 	return h.Identity
 }
 
+// took fails the test unless who acquired, with a fence above every one
+// took saw before on this server.
+func (s *server) took(ok bool, f int64, who string) {
+	s.t.Helper()
+	expect(s.t, ok, true, who+" acquired")
+	if f <= s.lastFence {
+		s.t.Fatalf("%s got fence %d, not above %d", who, f, s.lastFence)
+	}
+	s.lastFence = f
+}
+
 // expect fails the test unless got is want.
 func expect[T comparable](t *testing.T, got, want T, what string) {
 	t.Helper()
@@ -108,20 +121,11 @@ func value(t *testing.T, identity string) string {
 func TestProtocol1And2SideBySide(t *testing.T) {
 	s := newServer(t)
 	const key = "upgrade"
-	var last int64
-	took := func(ok bool, f int64, who string) {
-		t.Helper()
-		expect(t, ok, true, who+" acquired")
-		if f <= last {
-			t.Fatalf("%s got fence %d, not above %d", who, f, last)
-		}
-		last = f
-	}
 
 	// An old client holds; a new one is refused and queues.
 	oldValue, newValue := value(t, "old-pod:1"), value(t, "new-pod:1")
 	ok, f := s.oldTake(key, oldValue)
-	took(ok, f, "the old client")
+	s.took(ok, f, "the old client")
 	ok, _ = s.take(key, newValue, false)
 	expect(t, ok, false, "new acquire of a key an old client holds")
 	expect(t, s.holder(key), "old-pod:1", "holder")
@@ -129,7 +133,7 @@ func TestProtocol1And2SideBySide(t *testing.T) {
 	// "released"; the queued new waiter's next attempt takes it.
 	expect(t, s.oldGive(key, oldValue), true, "old release")
 	ok, f = s.take(key, newValue, true)
-	took(ok, f, "the queued new waiter, after an old release")
+	s.took(ok, f, "the queued new waiter, after an old release")
 	expect(t, s.c.ZCard(s.ctx, protocol.LineKey(key)).Val(), 0, "places in line after its only waiter took the key")
 
 	// A second new client queues; the release hands it the key. An old
@@ -144,11 +148,11 @@ func TestProtocol1And2SideBySide(t *testing.T) {
 	// An old release with its own (stale) value cannot delete it.
 	expect(t, s.oldGive(key, oldValue), false, "old release of a key it no longer holds")
 	ok, f = s.take(key, waiter, true)
-	took(ok, f, "the waiter, confirming")
+	s.took(ok, f, "the waiter, confirming")
 	expect(t, s.give(key, waiter, time.Second), true, "release")
 	// Free again: the old client takes it with a fence above them all.
 	ok, f = s.oldTake(key, value(t, "old-pod:3"))
-	took(ok, f, "the old client, on a free key")
+	s.took(ok, f, "the old client, on a free key")
 }
 
 // The waiting line's rules on one server: a release takes the first

@@ -50,6 +50,7 @@ func startRedis(t *testing.T) (*redistest.Server, *redis.Client) {
 var (
 	newLocker    = locktest.New
 	releaseAtEnd = locktest.ReleaseAtEnd
+	waitFor      = locktest.WaitFor
 )
 
 // closeAtEnd closes c when the test ends and fails the test if that fails.

@@ -97,22 +97,23 @@ func (r *renewals) run() {
 // requests' deadlines: one request's short deadline must not cut the
 // others (each request stops waiting at its own).
 func (r *renewals) send(batch []*renewal) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := batchContext(batch)
+	defer cancel()
+	r.backend.renewBatch(ctx, batch)
+}
+
+// batchContext ends at the latest of batch's deadlines, or never when one
+// request has none.
+func batchContext(batch []*renewal) (context.Context, context.CancelFunc) {
 	var latest time.Time
 	for _, req := range batch {
 		d, ok := req.ctx.Deadline()
 		if !ok {
-			latest = time.Time{}
-			break
+			return context.WithCancel(context.Background())
 		}
 		latest = later(latest, d)
 	}
-	if !latest.IsZero() {
-		cancel()
-		ctx, cancel = context.WithDeadline(context.Background(), latest)
-	}
-	defer cancel()
-	r.backend.renewBatch(ctx, batch)
+	return context.WithDeadline(context.Background(), latest)
 }
 
 func later(a, b time.Time) time.Time {

@@ -1,6 +1,7 @@
 package lock_test
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"strings"
@@ -270,26 +271,9 @@ func TestOneAttemptPerPermitReleaseAcrossLockers(t *testing.T) {
 	ctx := ctxTimeout(t, time.Minute)
 	const permits, contenders, rounds = 3, 12, 10
 	ls := separateLockers(t, srv.Addr(), contenders, lock.WithTTL(5*time.Second))
-	admin.ConfigResetStat(ctx)
-	var wg sync.WaitGroup
-	for _, l := range ls {
-		sem := l.Semaphore("herd-pool", permits)
-		wg.Go(func() {
-			for range rounds {
-				lease, err := sem.Acquire(ctx)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				time.Sleep(time.Millisecond)
-				if err := lease.Release(ctx); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	perAcquisition := float64(scriptCalls(ctx, t, admin)) / (contenders * rounds)
+	perAcquisition := scriptsPerAcquisition(ctx, t, admin, rounds, ls, func(l *lock.Locker) func(context.Context) (*lock.Lease, error) {
+		return l.Semaphore("herd-pool", permits).Acquire
+	})
 	t.Logf("%.1f scripts per acquisition (acquire attempts and releases) for %d Lockers on %d permits", perAcquisition, contenders, permits)
 	if perAcquisition > 6 {
 		t.Fatalf("%.1f scripts per acquisition: releases wake more than the next waiter", perAcquisition)

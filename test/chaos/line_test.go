@@ -55,6 +55,18 @@ func (h *helper) await(kind string, deadline time.Time) (event, bool) {
 	}
 }
 
+// holdInThisProcess takes key in the test process, on a client and Locker
+// of its own, as "holder"; from is when its claim starts.
+func holdInThisProcess(t *testing.T, srv *redistest.Server, key string, ttl time.Duration) (*lock.Lease, int64) {
+	t.Helper()
+	holder := newLocker(t, srv.Client(t), lock.WithTTL(ttl), lock.WithIdentity("holder"))
+	lease, err := holder.TryAcquire(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lease, Mono()
+}
+
 // collectClaims records each helper's claim, and reports as a liveness
 // violation every helper that did not get the key by deadline.
 func (s *scenario) collectClaims(hs []*helper, kind string, deadline time.Time) []Violation {
@@ -128,12 +140,7 @@ func TestLineHeadPausedAcrossItsHandOff(t *testing.T) {
 		ctx := s.ctx
 		const key = "line-paused"
 		const ttl = 2 * time.Second
-		holder := newLocker(t, srv.Client(t), lock.WithTTL(ttl), lock.WithIdentity("holder"))
-		lease, err := holder.TryAcquire(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		from := Mono()
+		lease, from := holdInThisProcess(t, srv, key, ttl)
 		role := "line-waiter"
 		if s.naive {
 			role = "naive-line-waiter"
@@ -196,12 +203,7 @@ func TestRedisRestartWithWaitersQueued(t *testing.T) {
 		ctx := s.ctx
 		const key = "line-restart"
 		const ttl = 3 * time.Second
-		holder := newLocker(t, srv.Client(t), lock.WithTTL(ttl), lock.WithIdentity("holder"))
-		lease, err := holder.TryAcquire(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		from := Mono()
+		lease, from := holdInThisProcess(t, srv, key, ttl)
 		role, env := "line-waiter", map[string]string{"REDIS": srv.Addr(), "KEY": key, "TTL": ttl.String(), "HOLD": "50ms", "ROUNDS": "1"}
 		if s.naive {
 			role, env["CONFIRM"] = "naive-line-waiter", "1"

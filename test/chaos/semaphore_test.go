@@ -313,14 +313,3 @@ func TestPermitHoldersFailTogether(t *testing.T) {
 		s.check("S1 (at most 3 holders)", MaxConcurrent(s.h.Claims(), permits))
 	})
 }
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: not within %v", what, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
