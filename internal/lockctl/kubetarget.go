@@ -24,13 +24,7 @@ func openKube(ctx context.Context, kubeconfig, namespace, name string, opts []lo
 	if err != nil {
 		return nil, err
 	}
-	inspect := func(ctx context.Context) (inspection, error) {
-		if n := l.Resource().Spec.PermitsOrDefault(); n > 1 {
-			return inspectSemaphore(n, l.InspectPermits)(ctx)
-		}
-		return inspectLock(l.Inspect)(ctx)
-	}
-	return &locker{handle: l, inspect: inspect, describe: func() description { return describeLock(l.Resource()) }, Close: l.Close}, nil
+	return &locker{handle: l, describe: func() description { return describeLock(l.Resource()) }, Close: l.Close}, nil
 }
 
 // describeLock reports where a DistributedLock lives, as its status
