@@ -1,11 +1,15 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +36,14 @@ func (r *DistributedLockReconciler) observeHolder(ctx context.Context, rd *round
 	if len(sources) == 0 {
 		return
 	}
-	ok := usableReads(ctx, r.readHolders(ctx, rd, sources), redlock)
+	if !redlock && rd.dl.Spec.Semaphore() && r.observePermits(ctx, rd) {
+		return
+	}
+	reads := r.readHolders(ctx, rd, sources)
+	if !redlock && !rd.dl.Spec.Semaphore() && slices.ContainsFunc(reads, isSemaphoreRead) && r.observePermits(ctx, rd) {
+		return // permits lowered to 1 while a semaphore's permits are held
+	}
+	ok := usableReads(ctx, reads, redlock)
 	if len(ok) == 0 {
 		return
 	}
@@ -54,15 +65,73 @@ func (r *DistributedLockReconciler) observeHolder(ctx context.Context, rd *round
 
 	rd.holderRead = true
 	rd.highWater = highWater
+	rd.held, rd.holders = 0, nil
 	if !held {
 		rd.holder = nil
 		return
 	}
+	rd.held = 1
 	fence := int64(0)
 	if fencing && fenceSeen {
 		fence = clampInt64(maxFence)
 	}
 	rd.holder = nextHolder(prev.Holder, identity, fence, prev.FenceHighWater, rd.now)
+}
+
+// isSemaphoreRead reports a read of a key that holds a semaphore's set.
+func isSemaphoreRead(rr holderRead) bool { return redis.HasErrorPrefix(rr.err, "WRONGTYPE") }
+
+// observePermits reads the key as a semaphore's on the master: how many
+// permits are held, the confirmed holders (identity, fence, since; never a
+// value), the fence counter, which it keeps above fenceHighWater as for a
+// lock. It returns false, having observed nothing, when the key is a
+// lock's (permits raised while the lock is held: observe it as one); a
+// failed read leaves the previous observation in status.
+func (r *DistributedLockReconciler) observePermits(ctx context.Context, rd *round) bool {
+	p, err := protocol.ReadPermits(ctx, rd.master.client, rd.key)
+	switch {
+	case redis.HasErrorPrefix(err, "WRONGTYPE"):
+		return false
+	case err != nil:
+		logf.FromContext(ctx).V(1).Info("cannot read the semaphore", "server", rd.master.addr, "error", err.Error())
+		return true
+	}
+	prev := rd.dl.Status
+	rd.holderRead, rd.holder = true, nil
+	rd.highWater = prev.FenceHighWater
+	fencing := rd.dl.Spec.FencingEnabled()
+	if fencing {
+		rd.highWater = max(rd.highWater, clampInt64(p.Fence))
+		read := holderRead{e: rd.master, h: protocol.Holder{FenceSet: p.FenceSet, Fence: p.Fence}}
+		r.raiseFenceFloors(ctx, rd, []holderRead{read}, prev.FenceHighWater, rd.highWater)
+	}
+	rd.held = clampInt32(len(p.Holders))
+	rd.holders = permitHolders(p.Holders, fencing)
+	return true
+}
+
+// permitHolders are status.holders: the confirmed holders, the longest-held
+// first, at most MaxStatusHolders.
+func permitHolders(hs []protocol.PermitHolder, fencing bool) []v1alpha1.PermitHolder {
+	var out []v1alpha1.PermitHolder
+	for _, h := range hs {
+		if !h.Confirmed {
+			continue
+		}
+		id := h.Identity
+		if id == "" {
+			id = unrecognizedHolder
+		}
+		ph := v1alpha1.PermitHolder{Identity: id[:min(len(id), maxIdentity)], Since: metav1.NewTime(h.Since)}
+		if fencing {
+			ph.Fence = clampInt64(h.Fence)
+		}
+		out = append(out, ph)
+	}
+	slices.SortStableFunc(out, func(a, b v1alpha1.PermitHolder) int {
+		return cmp.Or(a.Since.Compare(b.Since.Time), cmp.Compare(a.Fence, b.Fence))
+	})
+	return out[:min(len(out), v1alpha1.MaxStatusHolders)]
 }
 
 // holderSources are the servers that take the lock's writes: every Redlock

@@ -72,6 +72,9 @@ type round struct {
 	holderRead bool
 	holder     *v1alpha1.LockHolder
 	highWater  int64
+	// held and holders are status.held and status.holders.
+	held    int32
+	holders []v1alpha1.PermitHolder
 	// raised describes fence counters raised this round.
 	raised []string
 }

@@ -7,8 +7,12 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,6 +54,28 @@ type holderSnapshot struct {
 	// reads are the keys read successfully; a key whose read failed is
 	// absent, and its lock reads for itself.
 	reads map[serverKey]protocol.Holder
+	// permits are the keys that hold a semaphore (spec.permits > 1), read
+	// only to tell their locks when they change: a semaphore's lock reads
+	// its holders for itself.
+	permits map[serverKey]permitsRead
+}
+
+// permitsRead is what a semaphore's lock shows of its key that changes.
+type permitsRead struct {
+	held  int
+	fence uint64
+	// confirmed is a digest of the confirmed holders' identities and fences.
+	confirmed string
+}
+
+func readOfPermits(p protocol.Permits) permitsRead {
+	var b strings.Builder
+	for _, h := range p.Holders {
+		if h.Confirmed {
+			fmt.Fprintf(&b, "%s/%d ", h.Identity, h.Fence)
+		}
+	}
+	return permitsRead{held: len(p.Holders), fence: p.Fence, confirmed: b.String()}
 }
 
 type serverKey struct{ addr, key string }
@@ -61,7 +87,8 @@ func newHolderSnapshots() *holderSnapshots {
 // put replaces store's snapshot and returns the keys whose state differs
 // from the previous snapshot of the same incarnation (keys it did not read
 // before, or whose read failed, are not changes: their locks read on
-// their own).
+// their own). A key that became a semaphore's, or stopped being one (its
+// first permit taken, its last one gone), is a change.
 func (s *holderSnapshots) put(store string, snap *holderSnapshot) []serverKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -72,7 +99,17 @@ func (s *holderSnapshots) put(store string, snap *holderSnapshot) []serverKey {
 	}
 	var changed []serverKey
 	for k, h := range snap.reads {
-		if before, ok := prev.reads[k]; ok && holderMoved(before, h) {
+		before, ok := prev.reads[k]
+		_, wasSemaphore := prev.permits[k]
+		if ok && holderMoved(before, h) || wasSemaphore {
+			changed = append(changed, k)
+		}
+	}
+	// A semaphore's key reads as a free lock's while nobody holds it.
+	for k, p := range snap.permits {
+		before, ok := prev.permits[k]
+		_, wasRead := prev.reads[k]
+		if ok && before != p || wasRead {
 			changed = append(changed, k)
 		}
 	}
@@ -136,7 +173,7 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 		logf.FromContext(ctx).Error(err, "listing the locks on the store")
 		return
 	}
-	snap := &holderSnapshot{uid: so.spec.uid, at: s.now(), reads: map[serverKey]protocol.Holder{}}
+	snap := &holderSnapshot{uid: so.spec.uid, at: s.now(), reads: map[serverKey]protocol.Holder{}, permits: map[serverKey]permitsRead{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for addr, keys := range keysByServer {
@@ -148,11 +185,22 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 			for start := 0; start < len(keys); start += batchKeys {
 				chunk := keys[start:min(start+batchKeys, len(keys))]
 				holders, errs := protocol.ReadHolders(ctx, c, chunk)
+				semaphores := map[string]protocol.Permits{}
+				for i, key := range chunk {
+					if redis.HasErrorPrefix(errs[i], "WRONGTYPE") { // a semaphore's key
+						if p, err := protocol.ReadPermits(ctx, c, key); err == nil {
+							semaphores[key] = p
+						}
+					}
+				}
 				mu.Lock()
 				for i, key := range chunk {
 					if errs[i] == nil {
 						snap.reads[serverKey{addr, key}] = holders[i]
 					}
+				}
+				for key, p := range semaphores {
+					snap.permits[serverKey{addr, key}] = readOfPermits(p)
 				}
 				mu.Unlock()
 			}

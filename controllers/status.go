@@ -24,6 +24,7 @@ func setLockStatus(rd *round) {
 		// The holder and the high-water mark belong to the key: a lock
 		// stored before its key became immutable starts afresh.
 		st.Holder, st.FenceHighWater = nil, 0
+		st.Held, st.Holders = 0, nil
 	}
 	st.Key = rd.key
 	st.Connection = rd.connection
@@ -33,9 +34,11 @@ func setLockStatus(rd *round) {
 	}
 	st.Master = rd.masterAddr
 	st.Quorum = rd.quorumN
+	st.Permits = clampInt32(dl.Spec.PermitsOrDefault())
 	if rd.holderRead {
 		st.Holder = rd.holder
 		st.FenceHighWater = rd.highWater
+		st.Held, st.Holders = rd.held, rd.holders
 	}
 	if dl.Spec.Inline() {
 		st.Endpoints = endpointStatuses(rd)
@@ -229,8 +232,8 @@ func readyStatus(conds []metav1.Condition) string {
 }
 
 // statusUrgent reports whether next differs from prev in more than what
-// busy locks change all the time (the holder, fenceHighWater, condition
-// messages): a condition's status or reason, the generation observed, what
+// busy locks change all the time (the holder, a semaphore's held and
+// holders, fenceHighWater, condition messages): a condition's status or reason, the generation observed, what
 // pods connect to, or a fence floor this round raised. Those are written
 // at once; the rest at most once per probe interval (DESIGN §10.1).
 func statusUrgent(prev, next *v1alpha1.DistributedLockStatus, rd *round) bool {
@@ -239,7 +242,7 @@ func statusUrgent(prev, next *v1alpha1.DistributedLockStatus, rd *round) bool {
 	}
 	strip := func(s *v1alpha1.DistributedLockStatus) *v1alpha1.DistributedLockStatus {
 		c := s.DeepCopy()
-		c.Holder, c.FenceHighWater = nil, 0
+		c.Holder, c.FenceHighWater, c.Held, c.Holders = nil, 0, 0, nil
 		for i := range c.Conditions {
 			c.Conditions[i].Message = ""
 		}

@@ -71,6 +71,7 @@ const DefaultTTL = 30 * time.Second
 // +kubebuilder:validation:XValidation:rule="!has(self.storeRef) || !has(self.safety) || ((!has(self.safety.minReplicasToWrite) || self.safety.minReplicasToWrite == 0) && !(has(self.safety.manageReplicaSettings) && self.safety.manageReplicaSettings))",fieldPath=".safety",reason="FieldValueForbidden",message="the replica guard of a store's servers is the store's (spec.safety of the LockStore or ClusterLockStore); a lock on a store may only set waitForReplicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.waitForReplicas) || self.safety.waitForReplicas == 0 || !has(self.redis) || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.waitForReplicas",reason="FieldValueForbidden",messageExpression=`'waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode, not ' + self.redis.mode + ' (Standalone and Redlock servers run without replicas)'`,message="waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
 // +kubebuilder:validation:XValidation:rule="!has(self.fairness) || self.fairness != 'FIFO' || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".fairness",reason="FieldValueForbidden",message="fairness FIFO needs the waiting line, which Redlock does not have (the line would need a quorum of its own): use Default with Redlock"
+// +kubebuilder:validation:XValidation:rule="!has(self.permits) || self.permits == 1 || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".permits",reason="FieldValueForbidden",message="permits above 1 need one Redis deployment: on Redlock a majority of nodes per holder does not bound the holders (3 nodes, 2 permits: holders {a,b}, {a,c}, {b,c} give three holders a majority each); use 1 with Redlock"
 type DistributedLockSpec struct {
 	// key is the Redis key of the lock. The fence counter is {key}:fence and
 	// the event channel {key}:events, so that all three hash to one Redis
@@ -144,6 +145,20 @@ type DistributedLockSpec struct {
 	// first in line too (lock.WithFIFO; not with Redlock). Absent ⇒ Default.
 	// +optional
 	Fairness Fairness `json:"fairness,omitempty"`
+
+	// permits is how many holders the lock allows at once: 1 is a lock;
+	// more make it a semaphore (lock.Locker.Semaphore in the library,
+	// lockctl run with it), whose every holder has a lease of its own and
+	// a fence from the lock's one counter, above every fence before.
+	// Lowering it revokes nothing: new holders wait until fewer than it
+	// hold. Changing it between 1 and more changes what the key is in
+	// Redis (a lock or a semaphore): while holders of one kind hold it,
+	// the other kind waits for them. Not with Redlock. Absent ⇒ 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Permits int32 `json:"permits,omitempty"`
 }
 
 // Fairness is how a free lock is handed out; see DistributedLockSpec.Fairness.
@@ -196,6 +211,30 @@ type LockHolder struct {
 	// +kubebuilder:validation:MaxLength=253
 	Node string `json:"node,omitempty"`
 }
+
+// PermitHolder is one holder of a semaphore's permits (spec.permits > 1)
+// as observed by the controller. It never contains the lock value.
+type PermitHolder struct {
+	// identity is the holder's identity, the part of its value before the
+	// last '/'.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Identity string `json:"identity"`
+
+	// fence is the fencing token the holder got with its permit; absent
+	// when fencing is disabled.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Fence int64 `json:"fence,omitempty"`
+
+	// since is when the holder took its permit (the Redis server's clock).
+	// +required
+	Since metav1.Time `json:"since"`
+}
+
+// MaxStatusHolders bounds status.holders.
+const MaxStatusHolders = 16
 
 // DistributedLockStatus defines the observed state of DistributedLock.
 // Only the controller writes it.
@@ -258,9 +297,30 @@ type DistributedLockStatus struct {
 	// +kubebuilder:validation:MaxItems=128
 	Endpoints []EndpointStatus `json:"endpoints,omitempty"`
 
-	// holder is the current holder; absent when the lock is free.
+	// holder is the current holder; absent when the lock is free, and for
+	// a semaphore (spec.permits > 1), whose holders are in holders.
 	// +optional
 	Holder *LockHolder `json:"holder,omitempty"`
+
+	// permits is spec.permits as the controller last observed the lock: how
+	// many may hold it at once.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Permits int32 `json:"permits,omitempty"`
+
+	// held is how many hold the lock: 0 or 1 for a lock; for a semaphore
+	// its live permits, a permit handed to a waiter that has not confirmed
+	// it yet included.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Held int32 `json:"held,omitempty"`
+
+	// holders are a semaphore's confirmed holders, the longest-held first,
+	// at most 16 (held counts them all). Absent for a lock (see holder).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Holders []PermitHolder `json:"holders,omitempty"`
 
 	// fenceHighWater is the highest fencing token the controller has seen
 	// for this key. When the counter in Redis is found below it (clock went
@@ -280,6 +340,8 @@ type DistributedLockStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Holder",type=string,JSONPath=`.status.holder.identity`
 // +kubebuilder:printcolumn:name="Fence",type=integer,JSONPath=`.status.holder.fence`
+// +kubebuilder:printcolumn:name="Permits",type=integer,JSONPath=`.status.permits`
+// +kubebuilder:printcolumn:name="Held",type=integer,JSONPath=`.status.held`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.holder.node`,priority=1
 // +kubebuilder:printcolumn:name="TTL",type=string,JSONPath=`.spec.ttl`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -352,6 +414,18 @@ func (s *DistributedLockSpec) FencingEnabled() bool {
 
 // FIFO reports whether spec.fairness asks for strict FIFO.
 func (s *DistributedLockSpec) FIFO() bool { return s.Fairness == FairnessFIFO }
+
+// PermitsOrDefault returns spec.permits, or 1 when it is unset (an object
+// that has not been through the API server).
+func (s *DistributedLockSpec) PermitsOrDefault() int {
+	if s.Permits < 1 {
+		return 1
+	}
+	return int(s.Permits)
+}
+
+// Semaphore reports whether the lock allows more than one holder.
+func (s *DistributedLockSpec) Semaphore() bool { return s.PermitsOrDefault() > 1 }
 
 // Inline reports whether the lock names its Redis servers itself
 // (spec.redis) instead of a store (spec.storeRef).

@@ -102,6 +102,12 @@ func TestInvalidRefused(t *testing.T) {
 			"spec.fairness", "fairness FIFO needs the waiting line, which Redlock does not have"},
 		{"unknown fairness", obj{"fairness": "Random", "redis": standalone()},
 			"spec.fairness", `supported values: "Default", "FIFO"`},
+		{"permits on Redlock", obj{"permits": 3, "redis": obj{"mode": "Redlock", "addresses": three}},
+			"spec.permits", "permits above 1 need one Redis deployment: on Redlock a majority of nodes per holder does not bound the holders"},
+		{"no permits", obj{"permits": 0, "redis": standalone()},
+			"spec.permits", "greater than or equal to 1"},
+		{"too many permits", obj{"permits": 1001, "redis": standalone()},
+			"spec.permits", "less than or equal to 1000"},
 		{"redlock with one address", obj{"redis": obj{"mode": "Redlock", "addresses": list("r-0:6379")}},
 			"spec.redis.addresses", "Redlock needs an odd number (3, 5, 7...) of independent nodes, not 1"},
 		{"redlock with two addresses", obj{"redis": obj{"mode": "Redlock", "addresses": list("r-0:6379", "r-1:6379")}},
@@ -302,6 +308,9 @@ func TestValidAccepted(t *testing.T) {
 		{"standalone on an IPv6 address", obj{"redis": obj{"mode": "Standalone", "addresses": list("[fd00::7]:6379")}}},
 		{"shortest ttl, shortest renewal", obj{"ttl": "100ms", "renewInterval": "10ms", "redis": standalone()}},
 		{"FIFO", obj{"fairness": "FIFO", "redis": standalone()}},
+		{"a semaphore of 3", obj{"permits": 3, "redis": standalone()}},
+		{"a semaphore of 1000 on a Cluster", obj{"permits": 1000, "redis": obj{"mode": "Cluster", "addresses": list("c:6379")}}},
+		{"one permit on Redlock", obj{"permits": 1, "redis": obj{"mode": "Redlock", "addresses": list("r-0:6379", "r-1:6379", "r-2:6379")}}},
 		{"default fairness on Redlock", obj{"fairness": "Default", "redis": obj{"mode": "Redlock", "addresses": list("r-0:6379", "r-1:6379", "r-2:6379")}}},
 		{"longest ttl, longest renewal", obj{"ttl": "24h", "renewInterval": "11h52m47.999s", "redis": standalone()}},
 		{"renewal at the bound for ttl 30s", obj{"ttl": "30s", "renewInterval": "14.849s", "redis": standalone()}},
@@ -652,9 +661,13 @@ func TestDefaults(t *testing.T) {
 }
 
 // checkMinimalDefaults checks the defaults of a spec that names only its
-// Redis: a 30s TTL (v1alpha1.DefaultTTL), fencing on, nothing else set.
+// Redis: a 30s TTL (v1alpha1.DefaultTTL), fencing on, one permit (a lock),
+// nothing else set.
 func checkMinimalDefaults(t *testing.T, s v1alpha1.DistributedLockSpec) {
 	t.Helper()
+	if s.Permits != 1 || s.Semaphore() {
+		t.Errorf("permits = %d, want 1 (a lock)", s.Permits)
+	}
 	if s.TTL == nil || s.TTL.Duration != 30*time.Second {
 		t.Errorf("ttl = %v, want 30s", s.TTL)
 	}
@@ -677,6 +690,12 @@ func checkMinimalDefaults(t *testing.T, s v1alpha1.DistributedLockSpec) {
 
 // TestGoHelpers checks the helpers on objects that never met the API server.
 func TestGoHelpers(t *testing.T) {
+	if s := (v1alpha1.DistributedLockSpec{}); s.PermitsOrDefault() != 1 || s.Semaphore() {
+		t.Errorf("an unset permits is %d, semaphore %v; want 1, a lock", s.PermitsOrDefault(), s.Semaphore())
+	}
+	if s := (v1alpha1.DistributedLockSpec{Permits: 3}); s.PermitsOrDefault() != 3 || !s.Semaphore() {
+		t.Errorf("permits 3 is %d, semaphore %v", s.PermitsOrDefault(), s.Semaphore())
+	}
 	for ttl, want := range map[time.Duration]time.Duration{
 		30 * time.Second:       14849 * time.Millisecond,
 		100 * time.Millisecond: 48500 * time.Microsecond,
@@ -852,6 +871,8 @@ func TestStatusSubresource(t *testing.T) {
 		Master:               "10.0.0.7:6379",
 		Holder:               &v1alpha1.LockHolder{Identity: "settle-7f9c-x2", Fence: 1042, Since: metav1.NewTime(time.Now().Truncate(time.Second)), Pod: "settle-7f9c-x2", Node: "node-a"},
 		FenceHighWater:       1042,
+		Permits:              1,
+		Held:                 1,
 		Endpoints:            []v1alpha1.EndpointStatus{{Address: "10.0.0.7:6379", Role: v1alpha1.EndpointRoleMaster, Reachable: true, ConnectedReplicas: ptr.To[int32](0)}},
 		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
 			Reason: v1alpha1.ReasonAvailable, Message: "ok", LastTransitionTime: metav1.Now()}},
@@ -897,8 +918,8 @@ func TestStatusSubresource(t *testing.T) {
 		// KEY and NODE have priority 1: kubectl shows them with -o wide
 		// only. STORE is empty for an inline lock.
 		checkPrinterColumns(t, env.Config, "namespaces/"+ns+"/distributedlocks/"+key.Name,
-			[]string{"NAME", "STORE", "MODE", "KEY", "READY", "HOLDER", "FENCE", "NODE", "TTL", "AGE"},
-			[]any{key.Name, nil, "Standalone", ns + "/status", "True", "settle-7f9c-x2", float64(1042), "node-a", "30s"})
+			[]string{"NAME", "STORE", "MODE", "KEY", "READY", "HOLDER", "FENCE", "PERMITS", "HELD", "NODE", "TTL", "AGE"},
+			[]any{key.Name, nil, "Standalone", ns + "/status", "True", "settle-7f9c-x2", float64(1042), float64(1), float64(1), "node-a", "30s"})
 	})
 }
 

@@ -411,6 +411,7 @@ func TestLockOnStoreDefaults(t *testing.T) {
 		TTL:      &metav1.Duration{Duration: v1alpha1.DefaultTTL},
 		StoreRef: &v1alpha1.StoreReference{Kind: v1alpha1.StoreKindClusterLockStore, Name: "shared"},
 		Fencing:  &v1alpha1.FencingSpec{Enabled: ptr.To(true)},
+		Permits:  1,
 	}
 	if !equality.Semantic.DeepEqual(got.Spec, want) {
 		t.Errorf("spec = %+v, want %+v", got.Spec, want)
@@ -594,7 +595,7 @@ func TestStoresStatusAndPrinterColumns(t *testing.T) {
 
 	dl := &v1alpha1.DistributedLock{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "payout-batch"},
-		Spec: v1alpha1.DistributedLockSpec{Key: "payouts/batch",
+		Spec: v1alpha1.DistributedLockSpec{Key: "payouts/batch", Permits: 3,
 			StoreRef: &v1alpha1.StoreReference{Kind: v1alpha1.StoreKindClusterLockStore, Name: cls.Name}},
 	}
 	if err := env.Client.Create(ctx, dl); err != nil {
@@ -606,15 +607,18 @@ func TestStoresStatusAndPrinterColumns(t *testing.T) {
 		CredentialsSecretRef: &v1alpha1.LocalSecretReference{Name: "redlease-" + cls.Name},
 		Master:               "10.0.0.7:6379",
 		Conditions:           ready,
-		Holder:               &v1alpha1.LockHolder{Identity: "payout-7f9c", Fence: 7, Since: metav1.NewTime(time.Now().Truncate(time.Second))},
+		Permits:              3,
+		Held:                 2,
+		Holders: []v1alpha1.PermitHolder{{Identity: "payout-7f9c", Fence: 7, Since: metav1.NewTime(time.Now().Truncate(time.Second))},
+			{Identity: "payout-8a0d", Fence: 8, Since: metav1.NewTime(time.Now().Truncate(time.Second))}},
 	}
 	if err := env.Client.Status().Update(ctx, dl); err != nil {
 		t.Fatalf("status update: %v", err)
 	}
 	t.Run("DistributedLock on a store columns", func(t *testing.T) {
 		checkPrinterColumns(t, env.Config, "namespaces/"+ns+"/distributedlocks/"+dl.Name,
-			[]string{"NAME", "STORE", "MODE", "KEY", "READY", "HOLDER", "FENCE", "NODE", "TTL", "AGE"},
-			[]any{dl.Name, cls.Name, "Sentinel", ns + "/payouts/batch", "True", "payout-7f9c", float64(7), nil, "30s"})
+			[]string{"NAME", "STORE", "MODE", "KEY", "READY", "HOLDER", "FENCE", "PERMITS", "HELD", "NODE", "TTL", "AGE"},
+			[]any{dl.Name, cls.Name, "Sentinel", ns + "/payouts/batch", "True", nil, nil, float64(3), float64(2), nil, "30s"})
 	})
 }
 

@@ -24,7 +24,13 @@ func openKube(ctx context.Context, kubeconfig, namespace, name string, opts []lo
 	if err != nil {
 		return nil, err
 	}
-	return &locker{handle: l, describe: func() description { return describeLock(l.Resource()) }, Close: l.Close}, nil
+	inspect := func(ctx context.Context) (inspection, error) {
+		if n := l.Resource().Spec.PermitsOrDefault(); n > 1 {
+			return inspectSemaphore(n, l.InspectPermits)(ctx)
+		}
+		return inspectLock(l.Inspect)(ctx)
+	}
+	return &locker{handle: l, inspect: inspect, describe: func() description { return describeLock(l.Resource()) }, Close: l.Close}, nil
 }
 
 // describeLock reports where a DistributedLock lives, as its status

@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package lockctl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -19,9 +20,9 @@ import (
 )
 
 // openRedis opens key on plain Redis: one URL, or several for Redlock,
-// each with its own credentials. The clients come from redisconn, like a
-// pod's.
-func openRedis(urls, key string, opts []lock.Option) (*locker, error) {
+// each with its own credentials; with permits above 1, as a semaphore. The
+// clients come from redisconn, like a pod's.
+func openRedis(urls, key string, permits int, opts []lock.Option) (*locker, error) {
 	var (
 		clients []redis.UniversalClient
 		addrs   []string
@@ -46,9 +47,14 @@ func openRedis(urls, key string, opts []lock.Option) (*locker, error) {
 		err  error
 		mode = v1alpha1.RedisModeStandalone
 	)
-	if len(clients) == 1 {
+	switch {
+	case permits < 1 || permits > lock.MaxPermits:
+		err = fmt.Errorf("--permits %d: want 1 to %d", permits, lock.MaxPermits)
+	case len(clients) == 1:
 		l, err = lock.New(clients[0], opts...)
-	} else {
+	case permits > 1:
+		err = errors.New("--permits above 1 needs one Redis deployment: on Redlock a majority of nodes per holder does not bound the holders")
+	default:
 		mode = v1alpha1.RedisModeRedlock
 		l, err = lock.NewRedlock(clients, opts...)
 	}
@@ -57,8 +63,20 @@ func openRedis(urls, key string, opts []lock.Option) (*locker, error) {
 		return nil, exit(ExitUsage, err)
 	}
 	d := description{mode: string(mode), addresses: addrs, ready: "n/a (no DistributedLock)"}
+	var (
+		h       handle
+		inspect func(context.Context) (inspection, error)
+	)
+	if permits > 1 {
+		sem := l.Semaphore(key, permits)
+		h, inspect = sem, inspectSemaphore(permits, sem.Inspect)
+	} else {
+		m := l.Mutex(key)
+		h, inspect = m, inspectLock(m.Inspect)
+	}
 	return &locker{
-		handle:   l.Mutex(key),
+		handle:   h,
+		inspect:  inspect,
 		describe: func() description { return d },
 		Close: func() error {
 			err := l.Close()

@@ -23,14 +23,16 @@ func newRunCommand(stderr io.Writer) *cobra.Command {
 		readyAddr string
 	)
 	cmd := &cobra.Command{
-		Use:   "run (--lock NAMESPACE/NAME | --redis URL --key K) [--wait D] [--ready-addr ADDR] -- COMMAND [ARGS...]",
+		Use:   "run (--lock NAMESPACE/NAME | --redis URL --key K [--permits N]) [--wait D] [--ready-addr ADDR] -- COMMAND [ARGS...]",
 		Short: "Run a command while holding the lock",
 		Long: `Acquire the lock, run COMMAND while the lease is renewed, release it when
 COMMAND exits, and exit with COMMAND's exit code.
 
 COMMAND gets LOCK_KEY, LOCK_FENCE (pass it to the store you write to, so it
 can refuse a stale holder) and LOCK_HOLDER in its environment — never the
-lock value: environments are readable in /proc.
+lock value: environments are readable in /proc. A DistributedLock with
+spec.permits above 1 (or --permits N with --redis) is a semaphore: up to N
+runs hold it at once, each with a permit and a fence of its own.
 
 COMMAND runs in its own process group, with everything it starts. If the
 lease is lost while COMMAND runs (Redis unreachable past the TTL, the key
@@ -50,7 +52,8 @@ Deployment that probe /readyz have one Ready pod, the holder: active/standby
 without code changes. Without --wait, a standby waits until it is stopped.`,
 		Example: `  lockctl run --lock billing/nightly-settlement --wait 5m -- ./settle --date today
   lockctl run --redis redis://localhost:6379 --key reports --ttl 30s -- make report
-  lockctl run --lock shop/checkout-leader --ready-addr :8090 -- /app/checkout`,
+  lockctl run --lock shop/checkout-leader --ready-addr :8090 -- /app/checkout
+  lockctl run --redis redis://localhost:6379 --key exports --permits 3 -- ./export   # at most 3 at once`,
 		Args: usage(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() != 0 {

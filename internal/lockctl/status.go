@@ -33,8 +33,26 @@ type statusReport struct {
 	Node       string   `json:"node,omitempty"` // and its node
 	TTL        string   `json:"ttl,omitempty"`
 	Fence      uint64   `json:"fence"`
-	Problems   string   `json:"error,omitempty"`
+	// Permits is how many may hold the lock at once: 1 for a lock; above
+	// 1 a semaphore, whose permits held and holders are below (Holder,
+	// Pod, Node and TTL are then empty, Fence is the counter).
+	Permits     int            `json:"permits"`
+	PermitsHeld int            `json:"permitsHeld,omitempty"`
+	Holders     []permitReport `json:"holders,omitempty"`
+	Problems    string         `json:"error,omitempty"`
 }
+
+// permitReport is one live permit of a semaphore.
+type permitReport struct {
+	Identity string `json:"identity"`
+	TTL      string `json:"ttl"`
+	Fence    uint64 `json:"fence,omitempty"`
+	// Pending: handed to a waiter that has not confirmed it yet.
+	Pending bool `json:"pending,omitempty"`
+}
+
+// maxTableHolders is how many of a semaphore's holders the table names.
+const maxTableHolders = 3
 
 func newStatusCommand(stdout io.Writer) *cobra.Command {
 	var (
@@ -59,10 +77,17 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 			defer func() { _ = l.Close() }() // nothing held: a failed close loses nothing
 			d := l.describe()
 			r := statusReport{Key: l.Key(), Mode: d.mode, Addresses: d.addresses, MasterName: d.masterName, Store: d.store, Ready: d.ready}
-			h, err := l.Inspect(cmd.Context())
-			if err != nil {
+			in, err := l.inspect(cmd.Context())
+			r.Permits = in.permits
+			switch h := in.lock; {
+			case err != nil:
 				r.Problems = err.Error()
-			} else {
+			case in.permits > 1:
+				r.Held, r.PermitsHeld, r.Fence = in.sem.Held() > 0, in.sem.Held(), in.sem.Fence
+				for _, p := range in.sem.Holders {
+					r.Holders = append(r.Holders, permitReport{Identity: p.Identity, TTL: p.TTL.String(), Fence: p.Fence, Pending: p.Pending})
+				}
+			default:
 				r.Held, r.Holder, r.Fence = h.Held, h.Identity, h.Fence
 				if h.Held {
 					r.TTL = h.TTL.String()
@@ -79,13 +104,9 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 				return enc.Encode(r)
 			}
 			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			printf(w, "KEY\tMODE\tADDRESSES\tSTORE\tREADY\tHOLDER\tPOD\tNODE\tTTL\tFENCE\n") // tabwriter buffers; Flush reports write errors
-			holder := "-"
-			if r.Held {
-				holder = orDash(r.Holder)
-			}
-			printf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
-				orDash(r.Key), orDash(r.Mode), orDash(r.where()), orDash(r.Store), r.Ready, holder, orDash(r.Pod), orDash(r.Node), orDash(r.TTL), r.Fence)
+			printf(w, "KEY\tMODE\tADDRESSES\tSTORE\tREADY\tPERMITS\tHELD\tHOLDER\tPOD\tNODE\tTTL\tFENCE\n") // tabwriter buffers; Flush reports write errors
+			printf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\n",
+				orDash(r.Key), orDash(r.Mode), orDash(r.where()), orDash(r.Store), r.Ready, r.Permits, r.held(), r.holders(), orDash(r.Pod), orDash(r.Node), orDash(r.TTL), r.Fence)
 			if err := w.Flush(); err != nil {
 				return err
 			}
@@ -108,6 +129,36 @@ func (r statusReport) where() string {
 		return r.MasterName + " via " + addrs
 	}
 	return addrs
+}
+
+// held is the HELD column: a lock's 0 or 1, a semaphore's permits held.
+func (r statusReport) held() int {
+	switch {
+	case r.Permits > 1:
+		return r.PermitsHeld
+	case r.Held:
+		return 1
+	}
+	return 0
+}
+
+// holders is the HOLDER column: a lock's holder, or the first of a
+// semaphore's holders and how many more.
+func (r statusReport) holders() string {
+	if !r.Held {
+		return "-"
+	}
+	if r.Permits <= 1 {
+		return orDash(r.Holder)
+	}
+	var ids []string
+	for _, h := range r.Holders[:min(len(r.Holders), maxTableHolders)] {
+		ids = append(ids, orDash(h.Identity))
+	}
+	if more := len(r.Holders) - maxTableHolders; more > 0 {
+		ids = append(ids, fmt.Sprintf("+%d more", more))
+	}
+	return strings.Join(ids, ",")
 }
 
 func orDash(s string) string {

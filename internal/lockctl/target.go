@@ -28,6 +28,7 @@ type targetFlags struct {
 	key        string
 	ttl        time.Duration
 	fifo       bool
+	permits    int
 	identity   string
 }
 
@@ -38,25 +39,50 @@ func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.key, "key", "", "with --redis: the lock key")
 	fs.DurationVar(&f.ttl, "ttl", lock.DefaultTTL, "with --redis: the lease TTL (a DistributedLock brings its own)")
 	fs.BoolVar(&f.fifo, "fifo", false, "with --redis: strict FIFO, a free lock always goes to the first in line (a DistributedLock brings its own spec.fairness)")
+	fs.IntVar(&f.permits, "permits", 1, "with --redis: how many may hold the lock at once; above 1 it is a semaphore (not with Redlock; a DistributedLock brings its own spec.permits)")
 	fs.StringVar(&f.identity, "identity", "", "holder identity (default: $POD_NAME or hostname, and pid)")
 }
 
-// handle is the one shape of a lock bound to its key: *lock.Mutex and
-// *kube.Locker both have it, so the commands need no adapter.
+// handle is the one shape of a lock bound to its key: *lock.Mutex,
+// *lock.Semaphore and *kube.Locker all have it, so the commands need no
+// adapter.
 type handle interface {
 	Key() string
 	Acquire(ctx context.Context) (*lock.Lease, error)
 	TryAcquire(ctx context.Context) (*lock.Lease, error)
-	Inspect(ctx context.Context) (lock.Holding, error)
 }
 
 // locker is an opened lock: its handle, what status says about it, and
 // what closing it frees.
 type locker struct {
 	handle
+	// inspect reads who holds the lock from Redis.
+	inspect func(ctx context.Context) (inspection, error)
 	// describe returns where the lock lives and its readiness, for status.
 	describe func() description
 	Close    func() error
+}
+
+// inspection is what Redis says about a lock (permits 1) or a semaphore.
+type inspection struct {
+	permits int
+	lock    lock.Holding       // permits 1
+	sem     lock.PermitHolding // permits above 1
+}
+
+// inspectLock and inspectSemaphore make a locker's inspect.
+func inspectLock(read func(context.Context) (lock.Holding, error)) func(context.Context) (inspection, error) {
+	return func(ctx context.Context) (inspection, error) {
+		h, err := read(ctx)
+		return inspection{permits: 1, lock: h}, err
+	}
+}
+
+func inspectSemaphore(permits int, read func(context.Context) (lock.PermitHolding, error)) func(context.Context) (inspection, error) {
+	return func(ctx context.Context) (inspection, error) {
+		h, err := read(ctx)
+		return inspection{permits: permits, sem: h}, err
+	}
 }
 
 // description is where a lock lives, as `lockctl status` shows it.
@@ -93,7 +119,7 @@ func (f *targetFlags) open(ctx context.Context) (*locker, error) {
 		if f.fifo {
 			opts = append(opts, lock.WithFIFO())
 		}
-		return openRedis(f.redis, f.key, opts)
+		return openRedis(f.redis, f.key, f.permits, opts)
 	}
 	return nil, exit(ExitUsage, errors.New("say which lock: --lock NAMESPACE/NAME, or --redis URL --key K"))
 }

@@ -44,6 +44,9 @@ var tenantCommands = []string{
 	"get", "set", "del", "exists", "incr", "decr", "time", "pexpire", "pttl", "publish",
 	// The waiting line (protocol 2), run by the acquire and release scripts.
 	"zadd", "zrem", "zrange", "zpopmin",
+	// Semaphores (protocol 3): the holder set and the holders hash, run by
+	// the permit scripts.
+	"type", "zcard", "zscore", "zrangebyscore", "zremrangebyscore", "hdel", "hgetall",
 	// WithReplicaAck; the PING before an ambiguous attempt is given back,
 	// and on idle subscriptions.
 	"wait", "ping",

@@ -58,6 +58,7 @@ func TestTenantACLRules(t *testing.T) {
 		"-@all",
 		"+eval", "+evalsha", "+get", "+set", "+del", "+exists", "+incr", "+decr", "+time", "+pexpire", "+pttl", "+publish",
 		"+zadd", "+zrem", "+zrange", "+zpopmin",
+		"+type", "+zcard", "+zscore", "+zrangebyscore", "+zremrangebyscore", "+hdel", "+hgetall",
 		"+wait", "+ping", "+subscribe", "+unsubscribe", "+multi", "+exec", "+hget", "+hset", "+hmget",
 	}
 	tests := []struct {
@@ -118,7 +119,8 @@ func TestTenantPatternsCoverDerivedNames(t *testing.T) {
 		{"team-a", false},
 	}
 	for _, tt := range tests {
-		for _, name := range []string{tt.key, protocol.FenceKey(tt.key), protocol.LineKey(tt.key)} {
+		for _, name := range []string{tt.key, protocol.FenceKey(tt.key), protocol.LineKey(tt.key),
+			protocol.PermitLineKey(tt.key), protocol.HoldersKey(tt.key)} {
 			if got := matches(keyPrefixes, name); got != tt.ours {
 				t.Errorf("key %q: allowed %v, want %v", name, got, tt.ours)
 			}

@@ -27,6 +27,16 @@ func EventsChannel(key string) string { return derivedKey(key, "events") }
 // sorted set of waiters' values by arrival.
 func LineKey(key string) string { return derivedKey(key, "line") }
 
+// PermitLineKey is the waiting line of semaphore key K ("{K}:permit-line",
+// same rule): a sorted set of waiters' values by arrival, like LineKey's. A
+// semaphore's line is its own so that a hand-off of one kind (a lock key, a
+// permit) never goes to a waiter of the other kind.
+func PermitLineKey(key string) string { return derivedKey(key, "permit-line") }
+
+// HoldersKey is the hash of a semaphore K's confirmed holders
+// ("{K}:holders", same rule): value -> "<fence> <since ms>".
+func HoldersKey(key string) string { return derivedKey(key, "holders") }
+
 func derivedKey(key, suffix string) string {
 	if hasHashTag(key) {
 		return key + ":" + suffix

@@ -41,6 +41,33 @@ var (
 	//go:embed lua/raise_fence.lua
 	raiseFenceSrc    string
 	raiseFenceScript = redis.NewScript(raiseFenceSrc)
+
+	// The semaphore's scripts (protocol 3) share the line's functions and
+	// those of the holder set, lua/permits.lua.
+	//go:embed lua/permits.lua
+	permitsSrc string
+
+	//go:embed lua/permit_acquire.lua
+	permitAcquireSrc string
+	// AcquirePermitScript: KEYS AcquirePermitKeys; ARGV
+	// AcquireArgs.PermitArgv. Replies {1, fence} when acquired, {0, ms}
+	// when not (ms until a permit frees by expiry alone), or an error with
+	// no permit taken.
+	AcquirePermitScript = redis.NewScript(fenceSrc + lineSrc + permitsSrc + permitAcquireSrc)
+
+	//go:embed lua/permit_release.lua
+	permitReleaseSrc    string
+	releasePermitScript = redis.NewScript(lineSrc + permitsSrc + permitReleaseSrc)
+
+	//go:embed lua/permit_renew.lua
+	permitRenewSrc string
+	// RenewPermitScript: KEYS RenewPermitKeys; ARGV value, ttl (ms).
+	// Replies 1 when extended, 0 when the value no longer held a permit.
+	RenewPermitScript = redis.NewScript(lineSrc + permitsSrc + permitRenewSrc)
+
+	//go:embed lua/permit_read.lua
+	permitReadSrc     string
+	readPermitsScript = redis.NewScript(lineSrc + permitsSrc + permitReadSrc)
 )
 
 // HandoffWindow bounds how long a released key waits for the waiter it was
@@ -74,6 +101,9 @@ type AcquireArgs struct {
 	// HandoffWindow).
 	FIFO   bool
 	Window time.Duration
+	// Permits is the number of permits of a semaphore (PermitArgv only):
+	// the attempt takes one only while fewer are held.
+	Permits int
 }
 
 // Argv is the ARGV of AcquireScript.
@@ -81,6 +111,9 @@ func (a AcquireArgs) Argv() []any {
 	return []any{a.Value, Millis(a.TTL), flag(a.Fencing), a.Identity, flag(a.Announce),
 		Millis(a.Place), flag(a.Queued), flag(a.FIFO), Millis(a.Window)}
 }
+
+// PermitArgv is the ARGV of AcquirePermitScript: Argv's, then Permits.
+func (a AcquireArgs) PermitArgv() []any { return append(a.Argv(), a.Permits) }
 
 func flag(b bool) string {
 	if b {
@@ -122,6 +155,28 @@ func RaiseFence(ctx context.Context, c redis.Scripter, key string, fence uint64)
 	n, err := raiseFenceScript.Run(ctx, c, []string{FenceKey(key)}, strconv.FormatUint(fence, 10)).Int()
 	if err != nil {
 		return false, fmt.Errorf("raising the fence of %q: %w", key, err)
+	}
+	return n == 1, nil
+}
+
+// AcquirePermitKeys are the KEYS of AcquirePermitScript for semaphore key.
+func AcquirePermitKeys(key string) []string {
+	return []string{key, FenceKey(key), EventsChannel(key), PermitLineKey(key), HoldersKey(key)}
+}
+
+// RenewPermitKeys are the KEYS of RenewPermitScript for semaphore key.
+func RenewPermitKeys(key string) []string { return []string{key, HoldersKey(key)} }
+
+// ReleasePermit removes value's permit of the semaphore key, if it holds
+// one, and hands the permits that leaves free (of permits) to the first
+// waiters in line (each has window to confirm); when it hands none and
+// announce is set it says "released". A value holding no permit leaves the
+// line. False when value held no permit.
+func ReleasePermit(ctx context.Context, c redis.Scripter, key, value string, permits int, window time.Duration, announce bool) (bool, error) {
+	keys := []string{key, EventsChannel(key), PermitLineKey(key), HoldersKey(key)}
+	n, err := releasePermitScript.Run(ctx, c, keys, value, Millis(window), flag(announce), permits).Int64()
+	if err != nil {
+		return false, fmt.Errorf("release a permit of %q: %w", key, err)
 	}
 	return n == 1, nil
 }

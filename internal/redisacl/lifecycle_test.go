@@ -42,14 +42,18 @@ type deployment struct {
 	// extra exercises what go-redis sends on this shape only in situations
 	// the lifecycle does not create; nil when there is none.
 	extra func(ctx context.Context, t *testing.T, user, password string)
+	// noSemaphores: the shape refuses semaphores (Redlock).
+	noSemaphores bool
 }
 
 // TestTenantRunsTheLockLifecycle is the test that fails when the rule list
 // misses a command the library or go-redis sends: a Locker authenticated as
 // team-a's ACL user acquires with fencing, renews, inspects, waits for a
 // release on the events channel, is handed the lock and releases, on every
-// deployment shape the rules distinguish; and no node logged an ACL
-// denial, not even of a command whose refusal the client swallows.
+// deployment shape the rules distinguish, and does the same with a
+// semaphore's permits (but on Redlock, which refuses them); and no node
+// logged an ACL denial, not even of a command whose refusal the client
+// swallows.
 func TestTenantRunsTheLockLifecycle(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -80,6 +84,9 @@ func TestTenantRunsTheLockLifecycle(t *testing.T) {
 			holder := d.locker(t, user, pw, append(opts, lock.WithIdentity("holder"))...)
 			waiter := d.locker(t, user, pw, append(opts, lock.WithIdentity("waiter"))...)
 			runLifecycle(ctx, t, d.nodes, holder, waiter)
+			if !d.noSemaphores {
+				runSemaphoreLifecycle(ctx, t, d.nodes, holder, waiter)
+			}
 			exercisePubSub(ctx, t, d.client(t, user, pw))
 			if d.extra != nil {
 				d.extra(ctx, t, user, pw)
@@ -143,7 +150,8 @@ func redlock(t *testing.T) deployment {
 		locker: func(t *testing.T, user, password string, opts ...lock.Option) *lock.Locker {
 			return locktest.NewRedlock(t, clients(t, user, password), opts...)
 		},
-		client: func(t *testing.T, user, password string) redis.UniversalClient { return clients(t, user, password)[0] },
+		client:       func(t *testing.T, user, password string) redis.UniversalClient { return clients(t, user, password)[0] },
+		noSemaphores: true,
 	}
 }
 
@@ -270,6 +278,57 @@ func runLifecycle(ctx context.Context, t *testing.T, nodes []*redistest.Server, 
 	}
 	if h, err := waiter.Inspect(ctx, tenantKey); err != nil || h.Held || h.Fence != r.lease.Fence() {
 		t.Errorf("Inspect after release = %+v, %v; want free with fence %d", h, err, r.lease.Fence())
+	}
+}
+
+// tenantSemaphore is team-a's semaphore in the tests.
+const tenantSemaphore = "team-a/pool"
+
+// runSemaphoreLifecycle drives tenantSemaphore (2 permits) through what
+// the library does with one, as a tenant: two permits, a refused third,
+// renewal, Inspect, a waiter handed a permit by a release, the releases.
+func runSemaphoreLifecycle(ctx context.Context, t *testing.T, nodes []*redistest.Server, holder, waiter *lock.Locker) {
+	t.Helper()
+	sem := holder.Semaphore(tenantSemaphore, 2)
+	var held []*lock.Lease
+	for range 2 {
+		l, err := sem.Acquire(ctx)
+		if err != nil {
+			t.Fatalf("Semaphore.Acquire: %v", err)
+		}
+		locktest.ReleaseAtEnd(t, l)
+		held = append(held, l)
+	}
+	if _, err := sem.TryAcquire(ctx); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Errorf("a third permit = %v, want ErrNotAcquired", err)
+	}
+	if err := held[0].Renew(ctx); err != nil {
+		t.Errorf("renewing a permit: %v", err)
+	}
+	if h, err := sem.Inspect(ctx); err != nil || h.Held() != 2 || h.Fence != held[1].Fence() {
+		t.Errorf("Semaphore.Inspect = %+v, %v; want 2 held, fence %d", h, err, held[1].Fence())
+	}
+	handed := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, waitBound)
+		defer cancel()
+		l, err := waiter.Semaphore(tenantSemaphore, 2).Acquire(wctx)
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		handed <- err
+	}()
+	sctx, cancel := context.WithTimeout(ctx, waitBound)
+	defer cancel()
+	waitSubscribed(sctx, t, nodes, protocol.EventsChannel(tenantSemaphore))
+	if err := held[0].Release(ctx); err != nil {
+		t.Fatalf("releasing a permit: %v", err)
+	}
+	if err := <-handed; err != nil {
+		t.Fatalf("the permit waiter was not handed a permit within %v: %v", waitBound, err)
+	}
+	if err := held[1].Release(ctx); err != nil {
+		t.Fatalf("releasing a permit: %v", err)
 	}
 }
 

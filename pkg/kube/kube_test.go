@@ -197,6 +197,50 @@ func TestLockerUsesTheStatusAndItsSecret(t *testing.T) {
 	}
 }
 
+// TestSemaphoreThroughTheResource: a DistributedLock with spec.permits 2
+// gives each Acquire a permit of the semaphore at status.key: two holders
+// at once, a third refused until one releases; InspectPermits names them.
+func TestSemaphoreThroughTheResource(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	srv := redistest.StartStandalone(t, redistest.WithPassword("s3cret"))
+	dl := createLock(t, env, ns, "exports", v1alpha1.DistributedLockSpec{Permits: 2})
+	key := ns + "/exports"
+	publish(t, env, dl, key, standalone(srv.Addr()), password("s3cret"))
+
+	l := newKubeLocker(t, podConfig(t, env, ns, credentialsSecret), ns, "exports", lock.WithIdentity("pod-a"))
+	var held []*lock.Lease
+	for range 2 {
+		lease, err := l.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		releaseAtEnd(t, lease)
+		held = append(held, lease)
+	}
+	if held[1].Fence() <= held[0].Fence() {
+		t.Errorf("fences %d then %d: not increasing across permits", held[0].Fence(), held[1].Fence())
+	}
+	if _, err := l.TryAcquire(t.Context()); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("a third permit of 2 = %v, want ErrNotAcquired", err)
+	}
+	h, err := l.InspectPermits(t.Context())
+	if err != nil || h.Held() != 2 || h.Holders[0].Identity != "pod-a" || h.Fence != held[1].Fence() {
+		t.Fatalf("InspectPermits = %+v, %v; want 2 held by pod-a, fence %d", h, err, held[1].Fence())
+	}
+	if _, err := l.Inspect(t.Context()); err == nil {
+		t.Error("Inspect (a lock's read) of a semaphore's key succeeded")
+	}
+	if err := held[0].Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	third, err := l.TryAcquire(t.Context())
+	if err != nil {
+		t.Fatalf("a permit after a release: %v", err)
+	}
+	releaseAtEnd(t, third)
+}
+
 // TestNotReadyIsWaitedForWithinBounds: a lock that is not Ready fails
 // TryAcquire at once with ErrNotReady naming the reason; Acquire waits for
 // it within its context (a lock applied together with the CronJob that

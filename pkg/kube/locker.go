@@ -69,6 +69,7 @@ type binding struct {
 	id          identity
 	desc        string // the key and servers, for errors
 	key         string
+	permits     int // above 1: acquisitions take a permit of the semaphore key
 	locker      *lock.Locker
 	clients     []redis.UniversalClient
 	leases      int
@@ -107,11 +108,12 @@ func (l *Locker) Key() string {
 	return l.obj.Status.Key
 }
 
-// TryAcquire makes one attempt (see lock.Locker.TryAcquire). A resource
-// that now names another lock than leases still held fails with
-// ErrRebinding.
+// TryAcquire makes one attempt (see lock.Locker.TryAcquire; with
+// spec.permits above 1, one attempt at a permit of the semaphore, see
+// lock.Semaphore). A resource that now names another lock than leases
+// still held fails with ErrRebinding.
 func (l *Locker) TryAcquire(ctx context.Context) (*lock.Lease, error) {
-	return l.take(ctx, false, (*lock.Locker).TryAcquire)
+	return l.take(ctx, false)
 }
 
 // Acquire waits for the key, bounded by ctx (see lock.Locker.Acquire). A
@@ -119,16 +121,29 @@ func (l *Locker) TryAcquire(ctx context.Context) (*lock.Lease, error) {
 // workload that takes it) is waited for too: it fails with ErrNotReady only
 // when ctx ends first. One that now names another lock than leases still
 // held waits for them to end (ErrRebinding when ctx ends first).
+//
+// With spec.permits above 1 it waits for a permit of the semaphore: every
+// call takes a permit of its own.
 func (l *Locker) Acquire(ctx context.Context) (*lock.Lease, error) {
-	return l.take(ctx, true, (*lock.Locker).Acquire)
+	return l.take(ctx, true)
 }
 
-func (l *Locker) take(ctx context.Context, wait bool, op func(*lock.Locker, context.Context, string) (*lock.Lease, error)) (*lock.Lease, error) {
+func (l *Locker) take(ctx context.Context, wait bool) (*lock.Lease, error) {
 	b, err := l.bind(ctx, wait)
 	if err != nil {
 		return nil, err
 	}
-	lease, err := op(b.locker, ctx, b.key)
+	var lease *lock.Lease
+	switch sem := b.locker.Semaphore(b.key, b.permits); {
+	case b.permits > 1 && wait:
+		lease, err = sem.Acquire(ctx)
+	case b.permits > 1:
+		lease, err = sem.TryAcquire(ctx)
+	case wait:
+		lease, err = b.locker.Acquire(ctx, b.key)
+	default:
+		lease, err = b.locker.TryAcquire(ctx, b.key)
+	}
 	if err != nil {
 		l.unref(b)
 		return nil, err
@@ -236,7 +251,7 @@ func (l *Locker) bindLocked(t target) (*binding, error) {
 			return nil, err
 		}
 		l.retire(l.current)
-		l.current = &binding{fingerprint: fp, id: t.id, desc: describe(t.key, &t.conn), key: t.key, locker: locker, clients: clients}
+		l.current = &binding{fingerprint: fp, id: t.id, desc: describe(t.key, &t.conn), key: t.key, permits: t.permits, locker: locker, clients: clients}
 	}
 	l.current.leases++
 	return l.current, nil
@@ -378,6 +393,23 @@ func (l *Locker) Inspect(ctx context.Context) (lock.Holding, error) {
 	}
 	defer l.unref(b)
 	return b.locker.Inspect(ctx, b.key)
+}
+
+// InspectPermits reads a semaphore's live permits and fence counter from
+// Redis (never a value), as lock.Semaphore.Inspect does. The resource must
+// be Ready and have spec.permits above 1 (else ErrInvalidConfig: read a
+// lock with Inspect), and name the lock of the leases this Locker holds,
+// if any (else ErrRebinding).
+func (l *Locker) InspectPermits(ctx context.Context) (lock.PermitHolding, error) {
+	b, err := l.bind(ctx, false)
+	if err != nil {
+		return lock.PermitHolding{}, err
+	}
+	defer l.unref(b)
+	if b.permits < 2 {
+		return lock.PermitHolding{}, fmt.Errorf("%w: %s/%s is a lock (spec.permits 1), not a semaphore: use Inspect", lock.ErrInvalidConfig, l.namespace, l.name)
+	}
+	return b.locker.Semaphore(b.key, b.permits).Inspect(ctx)
 }
 
 // Resource returns a copy of the DistributedLock as last seen (after a

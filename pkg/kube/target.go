@@ -88,6 +88,7 @@ type target struct {
 	fencing     bool
 	fifo        bool // spec.fairness FIFO
 	replicaAcks int
+	permits     int // spec.permits: above 1, a semaphore
 }
 
 // resolve turns the resource into a target: the connection from its
@@ -153,7 +154,7 @@ func checkReady(dl *v1alpha1.DistributedLock) error {
 // filled in.
 func leaseSettings(dl *v1alpha1.DistributedLock) target {
 	spec := &dl.Spec
-	t := target{ttl: spec.TTLOrDefault(), fencing: spec.FencingEnabled(), fifo: spec.FIFO()}
+	t := target{ttl: spec.TTLOrDefault(), fencing: spec.FencingEnabled(), fifo: spec.FIFO(), permits: spec.PermitsOrDefault()}
 	t.renew = lock.DefaultRenewInterval(t.ttl)
 	if spec.RenewInterval != nil {
 		t.renew = spec.RenewInterval.Duration
@@ -172,8 +173,8 @@ func leaseSettings(dl *v1alpha1.DistributedLock) target {
 func (t target) fingerprint() string {
 	h := sha256.New()
 	// hash.Hash's Write never returns an error, so neither does Fprintf.
-	_, _ = fmt.Fprintf(h, "%q|%s|%q|%+v|%d|%s|%s|%v|%v|%v|%d|%v", t.key, t.conn.Mode, t.conn.Addresses, t.conn.Sentinel, t.conn.DB,
-		redisconn.Credentials{TLS: t.servers.TLS}.Fingerprint(), t.sentinels.Fingerprint(), t.ttl, t.renew, t.fencing, t.replicaAcks, t.fifo)
+	_, _ = fmt.Fprintf(h, "%q|%s|%q|%+v|%d|%s|%s|%v|%v|%v|%d|%v|%d", t.key, t.conn.Mode, t.conn.Addresses, t.conn.Sentinel, t.conn.DB,
+		redisconn.Credentials{TLS: t.servers.TLS}.Fingerprint(), t.sentinels.Fingerprint(), t.ttl, t.renew, t.fencing, t.replicaAcks, t.fifo, t.permits)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -188,6 +188,7 @@ func TestFingerprint(t *testing.T) {
 		{"ttl", func(t *target) { t.ttl = time.Minute }, true},
 		{"waitForReplicas", func(t *target) { t.replicaAcks = 1 }, true},
 		{"fairness", func(t *target) { t.fifo = true }, true},
+		{"permits", func(t *target) { t.permits = 3 }, true},
 	} {
 		tg := base()
 		c.change(&tg)
@@ -206,5 +207,12 @@ func TestLeaseSettings(t *testing.T) {
 	dl.Spec.Fairness = v1alpha1.FairnessFIFO
 	if !leaseSettings(dl).fifo {
 		t.Error("spec.fairness FIFO did not make a FIFO Locker")
+	}
+	if got := leaseSettings(dl).permits; got != 1 {
+		t.Errorf("permits unset: %d, want 1 (a lock)", got)
+	}
+	dl.Spec.Permits = 3
+	if got := leaseSettings(dl).permits; got != 3 {
+		t.Errorf("spec.permits 3 gave %d", got)
 	}
 }

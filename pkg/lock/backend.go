@@ -10,11 +10,11 @@ import (
 // backend is one topology's half of the protocol: a single Redis (standalone,
 // failover or cluster client) or a Redlock set of independent nodes.
 type backend interface {
-	acquire(ctx context.Context, key string, c claim) (attempt, error)
-	// renew extends the key if it is still ours; false when it is not.
-	renew(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
-	// release deletes the key if it is still ours; false when it was not.
-	release(ctx context.Context, key, value string) (bool, error)
+	acquire(ctx context.Context, t target, c claim) (attempt, error)
+	// renew extends value's hold on t if it is still ours; false when it is not.
+	renew(ctx context.Context, t target, value string, ttl time.Duration) (bool, error)
+	// release ends value's hold on t if it is still ours; false when it was not.
+	release(ctx context.Context, t target, value string) (bool, error)
 	// subscribers are the clients whose pub/sub carries the keys' events.
 	subscribers() []redis.UniversalClient
 	// inspect reads the key's holder, TTL and fence counter.
@@ -24,10 +24,21 @@ type backend interface {
 	// waitingLine reports whether failed attempts queue in a Redis-side
 	// waiting line whose releases hand the key to its head (protocol 2).
 	waitingLine() bool
-	// leave gives up value's claim on key in the background: its place in
-	// the line, and the key if it was handed to value.
-	leave(key, value string)
+	// leave gives up value's claim on t in the background: its place in
+	// the line, and the key (or permit) if it was handed to value.
+	leave(t target, value string)
 }
+
+// target is what a claim or a lease is on: a lock key, or one permit of a
+// semaphore key that permits holders may hold at once.
+type target struct {
+	key string
+	// permits is 0 for a lock, else the semaphore's number of permits as
+	// this caller sees it.
+	permits int
+}
+
+func (t target) semaphore() bool { return t.permits > 0 }
 
 // claim is one acquisition attempt.
 type claim struct {

@@ -68,6 +68,59 @@
 //     hand-off (test/chaos TestLineHeadPausedAcrossItsHandOff). A waiter
 //     that gives up leaves the line (TestAWaiterThatGivesUpLeavesTheLine).
 //
+// # Semaphores
+//
+// Locker.Semaphore(key, n) is a handle whose Acquire and TryAcquire give
+// one of n permits of the key as a Lease:
+//
+//	exports := locker.Semaphore("billing/exports", 3)
+//	lease, err := exports.Acquire(ctx) // one permit; Release gives it back
+//
+// Each permit is a lease like a lock's, with the guarantees above: while
+// Err() is nil and ValidUntil has not passed, at most n-1 other leases of
+// the key are held by callers using n, across every Locker
+// (TestPermitsNeverExceedNAcrossLockers; in test/chaos, with holder
+// processes SIGKILLed and SIGSTOPped at random,
+// TestPermitHoldersKilledAndPaused). Acquisition is one script; release and
+// renewal compare the value, so a late or repeated release frees no other
+// holder's permit and an expired permit is never revived
+// (TestReleasingTwiceOrAfterExpiryFreesNoOtherPermit,
+// TestAnExpiredPermitIsNotRenewed in internal/protocol); the watchdog,
+// the local deadline and WithMaxHold work as for locks
+// (TestAPermitIsRenewedAndCappedByMaxHold). A dead holder's permit comes
+// back when its TTL runs out (TestADeadHoldersPermitComesBackWithItsTTL).
+// All permits of a key share one fence counter: a permit's token is above
+// every token of the permits taken before it (TestPermitFencesStrictlyIncrease).
+// Lowering n revokes nothing: callers at the new count wait, and give back
+// a permit handed to them, until fewer than it are held
+// (TestLoweringPermitsRevokesNothing). Waiters queue in the semaphore's own
+// line in Redis and a release hands its permit to the first one, as for
+// locks (TestOneAttemptPerPermitReleaseAcrossLockers).
+//
+// What a semaphore does not guarantee, besides what a lock does not:
+//
+//   - A fence orders acquisitions, not holders: up to n holders hold at
+//     once, each with its own token, so a fenced store shared by them
+//     refuses the lower tokens of holders that are still valid. Fence per
+//     resource that one holder owns at a time (a row, a shard), not one
+//     store for the whole semaphore.
+//   - The count is each caller's, not stored in Redis: while callers use
+//     different counts (during a rollout), the largest count in use bounds
+//     the holders.
+//   - A Lease is one permit and a permit is never taken twice by one
+//     attempt (an attempt whose reply was lost is given back, a hand-off is
+//     confirmed once), but nothing limits permits per process or identity:
+//     every Acquire call takes a permit of its own, as goroutines contend
+//     for a lock.
+//   - A key is a lock or a semaphore, not both: while one kind holds it
+//     the other is refused (TestLocksAndSemaphoresOnOneKeyExcludeEachOther),
+//     and each kind's waiters wake only for their own kind's releases, or
+//     when the holder's TTL runs out.
+//   - Not on Redlock: a majority of nodes per holder does not bound the
+//     holders (3 nodes, 2 permits: holders {a,b}, {a,c}, {b,c} on the three
+//     nodes give three holders a majority each). NewRedlock's Lockers
+//     refuse semaphores with ErrInvalidConfig.
+//
 // # What it does not guarantee
 //
 //   - A lease cannot stop code that ignores it. A holder paused longer than

@@ -31,13 +31,17 @@ var (
 	ErrMaxHoldExceeded = errors.New("lock: max hold time reached")
 )
 
-// NotAcquiredError reports a lock held by someone else, with the holder's
-// remaining TTL as the server saw it (0 when unknown). It matches ErrNotAcquired.
+// NotAcquiredError reports a lock held by someone else (or a semaphore
+// whose permits are all held), with the holder's remaining TTL as the server
+// saw it (0 when unknown). It matches ErrNotAcquired.
 type NotAcquiredError struct {
 	Key string
 	// HolderTTL is the holder's remaining time to live; negative when the key
-	// exists without a TTL (set by something other than this library).
+	// exists without a TTL (set by something other than this library). For
+	// a semaphore, how long until enough permits expire for one to be free.
 	HolderTTL time.Duration
+	// Permits is the semaphore's number of permits; 0 for a lock.
+	Permits int
 	// Reason is set when the attempt itself succeeded on the server but did
 	// not count (for example, its validity ran out before it completed).
 	Reason string
@@ -46,6 +50,9 @@ type NotAcquiredError struct {
 func (e *NotAcquiredError) Error() string {
 	if e.Reason != "" {
 		return fmt.Sprintf("lock: %q not acquired: %s", e.Key, e.Reason)
+	}
+	if e.Permits > 0 {
+		return fmt.Sprintf("lock: no permit of semaphore %q acquired: none of its %d free, one frees by expiry in %v", e.Key, e.Permits, e.HolderTTL)
 	}
 	return fmt.Sprintf("lock: %q not acquired: held by another owner for %v more", e.Key, e.HolderTTL)
 }

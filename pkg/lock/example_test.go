@@ -138,3 +138,46 @@ func ExampleLocker_Mutex() {
 	// example/mutex held by worker-2 - Redis agrees: true
 	// <nil>
 }
+
+func ExampleLocker_Semaphore() {
+	client := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer func() {
+		if err := client.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
+	locker, err := lock.New(client, lock.WithIdentity("worker-3"))
+	if err != nil {
+		panic(err)
+	}
+	defer func() {
+		if err := locker.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
+	ctx := context.Background()
+
+	exports := locker.Semaphore("example/exports", 2) // at most 2 exports at once, across every process
+	first, err := exports.Acquire(ctx)
+	if err != nil {
+		panic(err)
+	}
+	second, err := exports.Acquire(ctx) // every Acquire takes a permit of its own
+	if err != nil {
+		panic(err)
+	}
+	_, err = exports.TryAcquire(ctx)
+	fmt.Println("third:", errors.Is(err, lock.ErrNotAcquired))
+	fmt.Println("fences increase across permits:", second.Fence() > first.Fence())
+	h, err := exports.Inspect(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(h.Held(), "held, by", h.Holders[0].Identity)
+	fmt.Println(first.Release(ctx), second.Release(ctx))
+	// Output:
+	// third: true
+	// fences increase across permits: true
+	// 2 held, by worker-3
+	// <nil> <nil>
+}

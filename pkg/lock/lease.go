@@ -14,7 +14,8 @@ import (
 // answers again. Methods are safe for concurrent use.
 type Lease struct {
 	locker     *Locker
-	key, value string
+	target     // the lock key, or the semaphore key and its permits
+	value      string
 	fence      uint64
 	acquiredAt time.Time
 
@@ -29,9 +30,9 @@ type Lease struct {
 	renewing   chan struct{} // non-nil while the watchdog's renewal is in flight
 }
 
-func newLease(l *Locker, key, value string, fence uint64, sent, validUntil time.Time) *Lease {
+func newLease(l *Locker, t target, value string, fence uint64, sent, validUntil time.Time) *Lease {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return &Lease{locker: l, key: key, value: value, fence: fence, acquiredAt: sent,
+	return &Lease{locker: l, target: t, value: value, fence: fence, acquiredAt: sent,
 		ctx: ctx, cancel: cancel, validUntil: validUntil}
 }
 
@@ -46,7 +47,7 @@ func (s *Lease) start() {
 	}
 }
 
-// Key returns the lock key.
+// Key returns the lock key (or the semaphore key, for a permit).
 func (s *Lease) Key() string { return s.key }
 
 // Identity returns the holder identity this lease was taken under
@@ -59,7 +60,8 @@ func (s *Lease) Value() string { return s.value }
 
 // Fence returns the lease's fencing token: greater than every token handed
 // out for this key before (see the package doc for the assumptions), 0 when
-// fencing is off.
+// fencing is off. The permits of a semaphore share one counter: a permit's
+// token is greater than every token of the semaphore's earlier permits.
 func (s *Lease) Fence() uint64 { return s.fence }
 
 // ValidUntil returns the local deadline (with a monotonic clock reading):
@@ -117,7 +119,7 @@ func (s *Lease) renew(ctx context.Context) error {
 		ttl = min(ttl, left)
 	}
 	sent := cfg.clock.Now()
-	ok, err := s.locker.extend(ctx, s.key, s.value, ttl)
+	ok, err := s.locker.extend(ctx, s.target, s.value, ttl)
 	if err != nil {
 		s.locker.metrics.renewals.WithLabelValues("error").Inc()
 		return err
@@ -263,7 +265,7 @@ func (s *Lease) Release(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
-	ok, err := s.locker.backend.release(ctx, s.key, s.value)
+	ok, err := s.locker.backend.release(ctx, s.target, s.value)
 	switch {
 	case err != nil:
 		return err

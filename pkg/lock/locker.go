@@ -73,24 +73,28 @@ func newLocker(cfg config, b backend) (*Locker, error) {
 	return l, nil
 }
 
-// extend renews key if it is still ours: in a batch when the backend
-// batches, else on its own.
-func (l *Locker) extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+// extend renews value's hold on t if it is still ours: in a batch when
+// the backend batches, else on its own.
+func (l *Locker) extend(ctx context.Context, t target, value string, ttl time.Duration) (bool, error) {
 	if l.renewals != nil {
-		return l.renewals.renew(ctx, key, value, ttl)
+		return l.renewals.renew(ctx, t, value, ttl)
 	}
-	return l.backend.renew(ctx, key, value, ttl)
+	return l.backend.renew(ctx, t, value, ttl)
 }
 
 // TryAcquire makes one attempt. When the key is held it fails with a
 // *NotAcquiredError (errors.Is(err, ErrNotAcquired)) carrying the holder's
 // remaining TTL. ctx bounds the attempt, never the lease.
 func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lease, error) {
+	return l.tryAcquire(ctx, target{key: key})
+}
+
+func (l *Locker) tryAcquire(ctx context.Context, t target) (*Lease, error) {
 	start := l.cfg.clock.Now()
-	c, err := l.newClaim(key)
+	c, err := l.newClaim(t)
 	var lease *Lease
 	if err == nil {
-		lease, _, err = l.try(ctx, key, c)
+		lease, _, err = l.try(ctx, t, c)
 	}
 	l.metrics.observeAcquire(l.cfg.clock.Now().Sub(start), err)
 	return lease, err
@@ -106,20 +110,25 @@ func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lease, error) {
 // there is no line: a release wakes one waiter per Locker.
 // ctx bounds the wait only, never the lease.
 func (l *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
+	return l.acquireTimed(ctx, target{key: key})
+}
+
+func (l *Locker) acquireTimed(ctx context.Context, t target) (*Lease, error) {
 	start := l.cfg.clock.Now()
-	lease, err := l.acquire(ctx, key)
+	lease, err := l.acquire(ctx, t)
 	l.metrics.observeAcquire(l.cfg.clock.Now().Sub(start), err)
 	return lease, err
 }
 
-func (l *Locker) acquire(ctx context.Context, key string) (lease *Lease, err error) {
+func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error) {
 	var (
 		retry   = backoff.Exponential{Min: l.cfg.backoffMin, Max: l.cfg.backoffMax}
 		lastErr error
 		warned  bool
 		line    = l.backend.waitingLine()
 	)
-	c, err := l.newClaim(key)
+	key := t.key
+	c, err := l.newClaim(t)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +141,7 @@ func (l *Locker) acquire(ctx context.Context, key string) (lease *Lease, err err
 			l.events.done(w, err != nil)
 		}
 		if err != nil && c.queued {
-			l.backend.leave(key, c.value) // its place, or the key if it was just handed to it
+			l.backend.leave(t, c.value) // its place, or the key if it was just handed to it
 		}
 	}()
 	if w != nil {
@@ -146,7 +155,7 @@ func (l *Locker) acquire(ctx context.Context, key string) (lease *Lease, err err
 		}
 	}
 	for {
-		lease, spent, err := l.try(ctx, key, c)
+		lease, spent, err := l.try(ctx, t, c)
 		if err == nil {
 			c.queued = false // the acquire script took it out of the line
 			return lease, nil
@@ -156,7 +165,7 @@ func (l *Locker) acquire(ctx context.Context, key string) (lease *Lease, err err
 			return nil, err
 		}
 		lastErr = err
-		if c, err = l.nextClaim(key, c, w, spent, held && line); err != nil {
+		if c, err = l.nextClaim(t, c, w, spent, held && line); err != nil {
 			return nil, err
 		}
 		if w == nil {
@@ -210,13 +219,13 @@ func (l *Locker) waitAfter(key string, err error, w *waiter, retry *backoff.Expo
 // value when its value was spent (given back, or its attempt's outcome
 // unknown: never try with it again), leaving the line with the old one;
 // else c, queued when the failed attempt took (or kept) a place.
-func (l *Locker) nextClaim(key string, c claim, w *waiter, spent, queued bool) (claim, error) {
+func (l *Locker) nextClaim(t target, c claim, w *waiter, spent, queued bool) (claim, error) {
 	if !spent {
 		c.queued = c.queued || queued
 		return c, nil
 	}
 	if c.queued {
-		l.backend.leave(key, c.value)
+		l.backend.leave(t, c.value)
 	}
 	c, err := l.renewClaim(c)
 	if err != nil {
@@ -255,9 +264,9 @@ func (l *Locker) sleepUntil(ctx context.Context, wake <-chan struct{}, d time.Du
 	}
 }
 
-// newClaim is a first attempt's claim on key, with a value of its own.
-func (l *Locker) newClaim(key string) (claim, error) {
-	if err := ValidateKey(key); err != nil {
+// newClaim is a first attempt's claim on t, with a value of its own.
+func (l *Locker) newClaim(t target) (claim, error) {
+	if err := ValidateKey(t.key); err != nil {
 		return claim{}, err
 	}
 	return l.renewClaim(claim{ttl: l.cfg.ttl})
@@ -276,30 +285,31 @@ func (l *Locker) renewClaim(c claim) (claim, error) {
 // try makes one acquisition attempt and, on success, starts the lease.
 // spent reports that c.value must not be used again: it was given back, or
 // the attempt's outcome is unknown (a give-back may still reach the server).
-func (l *Locker) try(ctx context.Context, key string, c claim) (lease *Lease, spent bool, err error) {
+func (l *Locker) try(ctx context.Context, t target, c claim) (lease *Lease, spent bool, err error) {
 	if l.isClosed() {
 		return nil, false, ErrClosed
 	}
 	// Validity counts from before the request is sent: a reply read after a
 	// pause must not be credited with time that already passed.
+	key := t.key
 	sent := l.cfg.clock.Now()
-	a, err := l.backend.acquire(ctx, key, c)
+	a, err := l.backend.acquire(ctx, t, c)
 	if err != nil {
 		return nil, true, err
 	}
 	if !a.acquired {
-		return nil, false, &NotAcquiredError{Key: key, HolderTTL: a.holderTTL}
+		return nil, false, &NotAcquiredError{Key: key, HolderTTL: a.holderTTL, Permits: t.permits}
 	}
 	validUntil := sent.Add(l.cfg.ttl - l.cfg.drift())
 	if !l.cfg.clock.Now().Before(validUntil) {
-		l.releaseQuietly(key, c.value)
-		return nil, true, &NotAcquiredError{Key: key, Reason: "validity ran out before the acquisition completed"}
+		l.releaseQuietly(t, c.value)
+		return nil, true, &NotAcquiredError{Key: key, Permits: t.permits, Reason: "validity ran out before the acquisition completed"}
 	}
-	lease = newLease(l, key, c.value, a.fence, sent, validUntil)
+	lease = newLease(l, t, c.value, a.fence, sent, validUntil)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		l.releaseQuietly(key, c.value)
+		l.releaseQuietly(t, c.value)
 		return nil, true, ErrClosed
 	}
 	l.leases[lease] = struct{}{}
@@ -310,12 +320,13 @@ func (l *Locker) try(ctx context.Context, key string, c claim) (lease *Lease, sp
 	return lease, false, nil
 }
 
-// releaseQuietly gives back a key this Locker will not use, within a bounded time.
-func (l *Locker) releaseQuietly(key, value string) {
+// releaseQuietly gives back a key (or permit) this Locker will not use,
+// within a bounded time.
+func (l *Locker) releaseQuietly(t target, value string) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.closeTimeout)
 	defer cancel()
-	if _, err := l.backend.release(ctx, key, value); err != nil {
-		l.cfg.logger.Error(err, "releasing an unused acquisition; it expires with its TTL", "key", key)
+	if _, err := l.backend.release(ctx, t, value); err != nil {
+		l.cfg.logger.Error(err, "releasing an unused acquisition; it expires with its TTL", "key", t.key)
 	}
 }
 

@@ -142,13 +142,17 @@ func tally[T any](r *redlock, op string, replies []reply[T], yes func(T) bool) (
 // nodes. Redlock's waiters wake on any node's "released" message.
 func (r *redlock) waitingLine() bool { return false }
 
-func (r *redlock) leave(string, string) {}
+func (r *redlock) leave(target, string) {}
 
-func (r *redlock) acquire(ctx context.Context, key string, c claim) (attempt, error) {
+func (r *redlock) acquire(ctx context.Context, t target, c claim) (attempt, error) {
+	if t.semaphore() {
+		return attempt{}, errRedlockSemaphore // Locker.Semaphore refuses it first
+	}
+	key := t.key
 	c.place, c.queued = 0, false
 	value := c.value
 	replies := fanOut(ctx, r, func(ctx context.Context, n *single) (attempt, error) {
-		return n.acquire(ctx, key, c)
+		return n.acquire(ctx, t, c)
 	})
 	got, held, qerr := tally(r, "acquire", replies, func(a attempt) bool { return a.acquired })
 	var fence uint64
@@ -169,14 +173,14 @@ func (r *redlock) acquire(ctx context.Context, key string, c claim) (attempt, er
 			return true, err
 		})
 		if ok, _, werr := tally(r, "fence write-back", wb, func(bool) bool { return true }); ok < r.quorum {
-			r.releaseAll(key, value)
+			r.releaseAll(t, value)
 			return attempt{}, werr
 		}
 	}
 	if got >= r.quorum {
 		return attempt{acquired: true, fence: fence}, nil
 	}
-	r.releaseAll(key, value)
+	r.releaseAll(t, value)
 	if held > len(r.nodes)-r.quorum { // a majority said "held": the lock is taken
 		return attempt{holderTTL: holderTTL}, nil
 	}
@@ -184,19 +188,19 @@ func (r *redlock) acquire(ctx context.Context, key string, c claim) (attempt, er
 }
 
 // releaseAll gives back a failed attempt on every node, answering or not.
-func (r *redlock) releaseAll(key, value string) {
+func (r *redlock) releaseAll(t target, value string) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	fanOut(ctx, r, func(ctx context.Context, n *single) (bool, error) { return n.release(ctx, key, value) })
+	fanOut(ctx, r, func(ctx context.Context, n *single) (bool, error) { return n.release(ctx, t, value) })
 }
 
-func (r *redlock) renew(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	replies := fanOut(ctx, r, func(ctx context.Context, n *single) (bool, error) { return n.renew(ctx, key, value, ttl) })
+func (r *redlock) renew(ctx context.Context, t target, value string, ttl time.Duration) (bool, error) {
+	replies := fanOut(ctx, r, func(ctx context.Context, n *single) (bool, error) { return n.renew(ctx, t, value, ttl) })
 	return r.decide("renew", replies)
 }
 
-func (r *redlock) release(ctx context.Context, key, value string) (bool, error) {
-	replies := fanOut(ctx, r, func(ctx context.Context, n *single) (bool, error) { return n.release(ctx, key, value) })
+func (r *redlock) release(ctx context.Context, t target, value string) (bool, error) {
+	replies := fanOut(ctx, r, func(ctx context.Context, n *single) (bool, error) { return n.release(ctx, t, value) })
 	return r.decide("release", replies)
 }
 

@@ -17,10 +17,11 @@ const (
 
 // renewal is one lease's request to extend its key.
 type renewal struct {
-	ctx        context.Context
-	key, value string
-	ttl        time.Duration
-	done       chan renewResult // buffered 1
+	ctx context.Context
+	target
+	value string
+	ttl   time.Duration
+	done  chan renewResult // buffered 1
 }
 
 type renewResult struct {
@@ -45,10 +46,10 @@ func newRenewals(b *single) *renewals {
 	return &renewals{backend: b, reqs: make(chan *renewal), stop: make(chan struct{})}
 }
 
-// renew extends key if it is still ours, in the next batch.
-func (r *renewals) renew(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+// renew extends value's hold on t if it is still ours, in the next batch.
+func (r *renewals) renew(ctx context.Context, t target, value string, ttl time.Duration) (bool, error) {
 	r.once.Do(func() { r.loop.Go(r.run) })
-	req := &renewal{ctx: ctx, key: key, value: value, ttl: ttl, done: make(chan renewResult, 1)}
+	req := &renewal{ctx: ctx, target: t, value: value, ttl: ttl, done: make(chan renewResult, 1)}
 	select {
 	case r.reqs <- req:
 	case <-ctx.Done():

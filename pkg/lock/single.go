@@ -92,21 +92,26 @@ func (s *single) close(ctx context.Context) {
 
 func (s *single) waitingLine() bool { return true }
 
-func (s *single) leave(key, value string) { s.giveBackAsync(key, value) }
+func (s *single) leave(t target, value string) { s.giveBackAsync(t, value) }
 
-func (s *single) acquire(ctx context.Context, key string, c claim) (attempt, error) {
-	value := c.value
+func (s *single) acquire(ctx context.Context, t target, c claim) (attempt, error) {
+	key, value := t.key, c.value
 	args := protocol.AcquireArgs{Value: value, TTL: c.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
-		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window}
-	cmd, wait := s.eval(ctx, key, protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...)
+		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits}
+	var cmd, wait *redis.Cmd
+	if t.semaphore() {
+		cmd, wait = s.eval(ctx, key, protocol.AcquirePermitScript, protocol.AcquirePermitKeys(key), args.PermitArgv()...)
+	} else {
+		cmd, wait = s.eval(ctx, key, protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...)
+	}
 	a, err := parseAttempt(key, cmd)
 	if err != nil {
 		if ambiguous(err) {
 			// The script may have run (a timeout after sending, a
-			// connection lost before the reply): the key could appear
-			// later, held by nobody, and block everyone, this caller
-			// included, for a TTL.
-			s.giveBackAsync(key, value)
+			// connection lost before the reply): the key (or a permit)
+			// could appear later, held by nobody, and block everyone, this
+			// caller included, for a TTL.
+			s.giveBackAsync(t, value)
 		}
 		return attempt{}, err
 	}
@@ -116,7 +121,7 @@ func (s *single) acquire(ctx context.Context, key string, c claim) (attempt, err
 	if err := s.acked(key, wait); err != nil {
 		// Acquired on the master only: give it back now, on a fresh
 		// context (the caller's may be spent by the WAIT).
-		s.giveBack(key, value)
+		s.giveBack(t, value)
 		return attempt{}, err
 	}
 	return a, nil
@@ -195,26 +200,26 @@ func (s *single) master(ctx context.Context, key string) (*redis.Client, error) 
 
 // giveBack releases an acquisition that will not be used, within
 // giveBackTimeout, whatever the caller's context.
-func (s *single) giveBack(key, value string) {
+func (s *single) giveBack(t target, value string) {
 	ctx, cancel := context.WithTimeout(s.stopCtx, s.giveBackTimeout)
 	defer cancel()
-	_, _ = protocol.Release(ctx, s.client, key, value, s.window, s.released) // best effort: the key expires with its TTL anyway
+	_, _ = s.release(ctx, t, value) // best effort: the key expires with its TTL anyway
 }
 
 // giveBackAsync gives back an attempt whose outcome is unknown (or a
-// waiter's place in line, and the key if it was handed to it), without
-// making the caller wait: the server that did not answer may still be
-// stalled. It first waits for the server to answer a PING: a server
+// waiter's place in line, and the key or permit if it was handed to it),
+// without making the caller wait: the server that did not answer may still
+// be stalled. It first waits for the server to answer a PING: a server
 // replies only after it handled every request that was ready before, so
 // the attempt, if it is still to run, has run when the release arrives.
-func (s *single) giveBackAsync(key, value string) {
+func (s *single) giveBackAsync(t target, value string) {
 	s.givingBack.Go(func() {
 		ctx, cancel := context.WithTimeout(s.stopCtx, s.giveBackTimeout)
 		defer cancel()
-		if err := s.ping(ctx, key); err != nil {
+		if err := s.ping(ctx, t.key); err != nil {
 			return // still unreachable: the key, if set, expires with its TTL
 		}
-		_, _ = protocol.Release(ctx, s.client, key, value, s.window, s.released)
+		_, _ = s.release(ctx, t, value)
 	})
 }
 
@@ -242,13 +247,22 @@ func ambiguous(err error) bool {
 // extension counts only once replicas acknowledged it (ErrNotReplicated
 // otherwise): a replica promoted after an unacknowledged renewal may hold
 // the key only as long as the previous acknowledged TTL.
-func (s *single) renew(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	cmd, wait := s.eval(ctx, key, protocol.RenewScript, []string{key}, value, protocol.Millis(ttl))
-	ok, err := renewReply(key, cmd)
+func (s *single) renew(ctx context.Context, t target, value string, ttl time.Duration) (bool, error) {
+	script, keys := renewScript(t)
+	cmd, wait := s.eval(ctx, t.key, script, keys, value, protocol.Millis(ttl))
+	ok, err := renewReply(t.key, cmd)
 	if !ok || err != nil {
 		return false, err
 	}
-	return true, s.acked(key, wait)
+	return true, s.acked(t.key, wait)
+}
+
+// renewScript is the renewal script of t and its KEYS.
+func renewScript(t target) (*redis.Script, []string) {
+	if t.semaphore() {
+		return protocol.RenewPermitScript, protocol.RenewPermitKeys(t.key)
+	}
+	return protocol.RenewScript, []string{t.key}
 }
 
 func renewReply(key string, cmd *redis.Cmd) (bool, error) {
@@ -268,10 +282,15 @@ func (s *single) batches() bool { return s.acks == 0 }
 // restarted server) run again with EVAL.
 func (s *single) renewBatch(ctx context.Context, rs []*renewal) {
 	cmds := make([]*redis.Cmd, len(rs))
-	send := func(run func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd, which []int) {
+	send := func(eval bool, which []int) {
 		_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, i := range which {
-				cmds[i] = run(ctx, p, []string{rs[i].key}, rs[i].value, protocol.Millis(rs[i].ttl))
+				script, keys := renewScript(rs[i].target)
+				run := script.EvalSha
+				if eval {
+					run = script.Eval
+				}
+				cmds[i] = run(ctx, p, keys, rs[i].value, protocol.Millis(rs[i].ttl))
 			}
 			return nil
 		})
@@ -280,7 +299,7 @@ func (s *single) renewBatch(ctx context.Context, rs []*renewal) {
 	for i := range all {
 		all[i] = i
 	}
-	send(protocol.RenewScript.EvalSha, all)
+	send(false, all)
 	var unknown []int
 	for i, c := range cmds {
 		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
@@ -288,7 +307,7 @@ func (s *single) renewBatch(ctx context.Context, rs []*renewal) {
 		}
 	}
 	if len(unknown) > 0 {
-		send(protocol.RenewScript.Eval, unknown)
+		send(true, unknown)
 	}
 	for i, r := range rs {
 		ok, err := renewReply(r.key, cmds[i])
@@ -296,8 +315,14 @@ func (s *single) renewBatch(ctx context.Context, rs []*renewal) {
 	}
 }
 
-func (s *single) release(ctx context.Context, key, value string) (bool, error) {
-	ok, err := protocol.Release(ctx, s.client, key, value, s.window, s.released)
+func (s *single) release(ctx context.Context, t target, value string) (bool, error) {
+	var ok bool
+	var err error
+	if t.semaphore() {
+		ok, err = protocol.ReleasePermit(ctx, s.client, t.key, value, t.permits, s.window, s.released)
+	} else {
+		ok, err = protocol.Release(ctx, s.client, t.key, value, s.window, s.released)
+	}
 	if err != nil {
 		return false, fmt.Errorf("lock: %w", err)
 	}

@@ -19,6 +19,12 @@ import (
 // scriptCalls is how many scripts the server ran since its stats were reset.
 func scriptCalls(ctx context.Context, t *testing.T, client *redis.Client) int {
 	t.Helper()
+	return scripts(ctx, t, client)
+}
+
+// scripts is scriptCalls for tests and benchmarks.
+func scripts(ctx context.Context, t testing.TB, client *redis.Client) int {
+	t.Helper()
 	stats, err := client.Info(ctx, "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/pkg/lock"
 )
+
+var waitFor = locktest.WaitFor
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)

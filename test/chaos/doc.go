@@ -2,7 +2,8 @@
 // against real redis-server processes (and PostgreSQL), records a history of
 // what each client believed and did, and checks it:
 //
-//   - S1: no two claimed validity windows of one lock overlap;
+//   - S1: no two claimed validity windows of one lock overlap, and no more
+//     than N of a semaphore with N permits (MaxConcurrent);
 //   - S2: a fenced store never accepts a token lower than one it accepted;
 //   - S3: no lock key ever exists without a TTL;
 //   - S4: no update of a read-modify-write counter guarded by the lock is lost;
@@ -10,7 +11,8 @@
 //
 // Each scenario also runs a naive variant written inside the test (SETNX
 // then EXPIRE, GET-then-DEL release, renewal without a local deadline, no
-// WAIT, a counter without a floor, Redlock without the elapsed-time check)
+// WAIT, a counter without a floor, Redlock without the elapsed-time check,
+// an INCR/DECR counter semaphore, expiring permits without an owner check)
 // and asserts that the same checker catches it: a check that cannot fail
 // proves nothing.
 //

@@ -120,6 +120,12 @@ func runHelper(role string) int {
 		return lineWaiter(ctx, client, key, ttl)
 	case "naive-line-waiter":
 		return naiveLineWaiter(ctx, client, key, ttl)
+	case "permit-loop":
+		return permitLoop(ctx, client, key, ttl)
+	case "naive-counter-loop":
+		return naiveCounterLoop(ctx, client, key, ttl)
+	case "naive-expiring-loop":
+		return naiveExpiringLoop(ctx, client, key, ttl)
 	case "naive-setnx-loop":
 		emit(event{Kind: "acquired"})
 		for i := 0; ; i++ {

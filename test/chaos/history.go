@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,6 +96,68 @@ func Overlaps(claims []Claim) []Violation {
 				out = append(out, Violation(fmt.Sprintf("%s (fence %d) and %s (fence %d) both held %q for %v",
 					cs[i].Client, cs[i].Fence, cs[j].Client, cs[j].Fence, cs[i].Key,
 					time.Duration(min(cs[i].Until, cs[j].Until)-cs[j].From))))
+			}
+		}
+	}
+	return out
+}
+
+// MaxConcurrent is S1 for a semaphore of n permits: stretches of time in
+// which more than n claims of one key overlap, each reported once with the
+// claims then open. Claims are half-open: one ending when another starts
+// does not overlap it. MaxConcurrent(claims, 1) finds what Overlaps finds,
+// counted by stretch instead of by pair.
+func MaxConcurrent(claims []Claim, n int) []Violation {
+	type edge struct {
+		at    int64
+		delta int // +1 at From, -1 at Until
+		c     int // index in claims
+	}
+	byKey := map[string][]edge{}
+	for i, c := range claims {
+		if c.Until <= c.From {
+			continue
+		}
+		byKey[c.Key] = append(byKey[c.Key], edge{c.From, 1, i}, edge{c.Until, -1, i})
+	}
+	var out []Violation
+	for key, es := range byKey {
+		slices.SortFunc(es, func(a, b edge) int { return cmp.Compare(a.at, b.at) })
+		open := map[int]bool{}
+		var over int64 = -1 // when the current stretch above n began
+		var most int
+		var during []int
+		snapshot := func() {
+			during = during[:0]
+			for c := range open {
+				during = append(during, c)
+			}
+		}
+		for i, e := range es {
+			if e.delta > 0 {
+				open[e.c] = true
+			} else {
+				delete(open, e.c)
+			}
+			if i+1 < len(es) && es[i+1].at == e.at {
+				continue // count once every edge of this instant is in
+			}
+			switch {
+			case len(open) > n && over < 0:
+				over, most = e.at, len(open)
+				snapshot()
+			case len(open) > most && over >= 0:
+				most = len(open)
+				snapshot()
+			case len(open) <= n && over >= 0:
+				slices.Sort(during)
+				who := make([]string, len(during))
+				for i, c := range during {
+					who[i] = fmt.Sprintf("%s (fence %d)", claims[c].Client, claims[c].Fence)
+				}
+				out = append(out, Violation(fmt.Sprintf("%d holders of %q at once (at most %d allowed) for %v: %s",
+					most, key, n, time.Duration(e.at-over), strings.Join(who, ", "))))
+				over = -1
 			}
 		}
 	}

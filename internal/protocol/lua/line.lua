@@ -1,11 +1,11 @@
--- The waiting line of a lock (protocol 2; prepended to the acquire and
--- release scripts by internal/protocol/scripts.go).
+-- The waiting line of a lock or semaphore (protocol 2; prepended to the
+-- acquire and release scripts by internal/protocol/scripts.go).
 --
 -- LINE is a sorted set of waiters' lock values by arrival (the server's
 -- clock in microseconds when the value first queued). The line expires
 -- as a whole when no waiter has tried again for a place's length; a waiter
--- that died in it is handed the key once, for the hand-off window only,
--- and so costs the others that window once.
+-- that died in it is handed the key (or a permit) once, for the hand-off
+-- window only, and so costs the others that window once.
 
 -- line_join queues value, or keeps its place (and arrival), and keeps the
 -- line for keep ms more.
@@ -15,17 +15,21 @@ local function line_join(line, value, keep)
   redis.call('PEXPIRE', line, keep)
 end
 
--- hand_over gives the free lock key to head, a waiter just taken off the
--- head of the line, for window ms, and tells it on the events channel by
--- the SHA-1 of its value (the value is the ownership proof and is never
--- published), naming the waiter now first in line too, whose process looks
--- again if the hand-off goes unconfirmed. The waiter's lease starts only
--- when it confirms with an acquire of its own.
-local function hand_over(key, channel, line, head, window)
-  redis.call('SET', key, head, 'PX', window)
+-- line_grant tells head, a waiter just taken off the head of the line and
+-- handed the key (or a permit), on the events channel by the SHA-1 of its
+-- value (the value is the ownership proof and is never published), naming
+-- the waiter now first in line too, whose process looks again if the
+-- hand-off goes unconfirmed. The waiter's lease starts only when it
+-- confirms with an acquire of its own.
+local function line_grant(channel, line, head)
   local msg = 'granted ' .. redis.sha1hex(head)
   local next = redis.call('ZRANGE', line, 0, 0)[1]
   if next then msg = msg .. ' ' .. redis.sha1hex(next) end
   redis.call('PUBLISH', channel, msg)
 end
 
+-- hand_over gives the free lock key to head for window ms, and tells it.
+local function hand_over(key, channel, line, head, window)
+  redis.call('SET', key, head, 'PX', window)
+  line_grant(channel, line, head)
+end

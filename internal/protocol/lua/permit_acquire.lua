@@ -1,0 +1,87 @@
+-- Acquire a permit of a semaphore (protocol 3): one round trip, atomic on
+-- the server.
+-- KEYS[1] semaphore key (the holder set), KEYS[2] fence counter, KEYS[3]
+-- events channel, KEYS[4] the semaphore's waiting line, KEYS[5] holders
+-- ARGV[1..9] as lua/acquire.lua's (value, ttl ms, "1" to increment the
+-- fence, identity, "1" to announce "acquired <identity>", place ms, "1"
+-- when this value may be in the line already, "1" for strict FIFO,
+-- hand-off window ms), ARGV[10] the number of permits
+-- Returns {1, fence} when acquired (fence 0 without fencing), {0, ms} when
+-- not: ms until enough permits expire for one to be free (a lock's PTTL
+-- when a lock holds the key, -1 if that has no TTL), or an error with no
+-- permit taken.
+local key, counter, channel, line, holders = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local value, ttl = ARGV[1], tonumber(ARGV[2])
+local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
+local window, permits = tonumber(ARGV[9]), tonumber(ARGV[10])
+
+if permits_is_lock(key) then
+  if place > 0 then line_join(line, value, place) end
+  return {0, redis.call('PTTL', key)}
+end
+local now = permits_now()
+permits_purge(key, holders, now)
+
+-- taken runs once value holds a permit until now + ttl. On an error the
+-- permit goes again: a failed attempt never leaves a permit held by nobody.
+local function taken()
+  local fence = 0
+  if ARGV[3] == '1' then
+    local err
+    fence, err = next_fence(counter)
+    if not fence then
+      redis.call('ZREM', key, value)
+      return err
+    end
+  end
+  -- %.0f writes a double below 2^53 exactly (tostring would round it).
+  redis.call('HSET', holders, value, string.format('%.0f %.0f', fence, now))
+  permits_expire(key, holders, now)
+  if ARGV[5] == '1' then
+    local sent = redis.pcall('PUBLISH', channel, 'acquired ' .. ARGV[4])
+    if type(sent) == 'table' then
+      redis.call('ZREM', key, value)
+      redis.call('HDEL', holders, value)
+      return sent
+    end
+  end
+  return {1, fence}
+end
+
+local count = redis.call('ZCARD', key)
+if queued and redis.call('ZSCORE', key, value) then
+  -- A release handed this waiter a permit (and took it off the line): this
+  -- attempt is the confirming write, and the lease counts from its sending.
+  if count - 1 < permits then
+    redis.call('ZADD', key, 'XX', now + ttl, value)
+    return taken()
+  end
+  -- The releaser allows more permits than this caller: the others hold as
+  -- many as the caller allows, or more. It gives the permit back and goes
+  -- back to the head of the line.
+  redis.call('ZREM', key, value)
+  count = count - 1
+  if place > 0 then redis.call('ZADD', line, 0, value) end
+end
+-- Strict FIFO: free permits go to the head of the line first, not to the
+-- caller, unless the caller is the head.
+local handed = false
+if fifo then
+  while count < permits do
+    local head = redis.call('ZRANGE', line, 0, 0)[1]
+    if not head or head == value then break end
+    redis.call('ZREM', line, head)
+    permits_hand_over(key, channel, line, head, now, window)
+    count, handed = count + 1, true
+  end
+end
+if count < permits then
+  redis.call('ZADD', key, now + ttl, value)
+  if queued then redis.call('ZREM', line, value) end
+  return taken()
+end
+if handed then permits_expire(key, holders, now) end
+if place > 0 then line_join(line, value, place) end
+-- count - permits + 1 entries must expire before one permit is free.
+local nth = redis.call('ZRANGE', key, count - permits, count - permits, 'WITHSCORES')[2]
+return {0, tonumber(nth) - now}

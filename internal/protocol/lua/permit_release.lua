@@ -1,0 +1,32 @@
+-- Release a permit (protocol 3): remove it only if the value holds it, and
+-- hand the permits now free to the first waiters in line; a waiter giving
+-- up leaves the line.
+-- KEYS[1] semaphore key, KEYS[2] events channel, KEYS[3] the semaphore's
+-- waiting line, KEYS[4] holders
+-- ARGV[1] value, ARGV[2] hand-off window (ms), ARGV[3] "1" to announce
+-- "released" when nobody waits, ARGV[4] the number of permits
+-- Returns 1 when released, 0 when the value held no permit.
+local key, channel, line, holders = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local value, window, permits = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
+if permits_is_lock(key) then
+  redis.call('ZREM', line, value)
+  return 0
+end
+local now = permits_now()
+permits_purge(key, holders, now)
+if not redis.call('ZSCORE', key, value) then
+  redis.call('ZREM', line, value)
+  return 0
+end
+redis.call('ZREM', key, value)
+redis.call('HDEL', holders, value)
+local count, handed = redis.call('ZCARD', key), false
+while count < permits do
+  local head = redis.call('ZPOPMIN', line)[1]
+  if not head then break end
+  permits_hand_over(key, channel, line, head, now, window)
+  count, handed = count + 1, true
+end
+if not handed and ARGV[3] == '1' then redis.call('PUBLISH', channel, 'released') end
+permits_expire(key, holders, now)
+return 1
