@@ -26,7 +26,6 @@ type Lease struct {
 	validUntil time.Time
 	err        error // set once, when the lease ends
 	deadline   Timer
-	renewTimer Timer
 	renewing   chan struct{} // non-nil while the watchdog's renewal is in flight
 }
 
@@ -36,14 +35,14 @@ func newLease(l *Locker, t target, value string, fence uint64, sent, validUntil 
 		ctx: ctx, cancel: cancel, validUntil: validUntil}
 }
 
-// start arms the local deadline and the watchdog.
+// start arms the local deadline and schedules the watchdog's first renewal.
 func (s *Lease) start() {
 	clock := s.locker.cfg.clock
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.deadline = clock.AfterFunc(s.validUntil.Sub(clock.Now()), s.checkDeadline)
-	if s.locker.cfg.watchdog {
-		s.renewTimer = clock.AfterFunc(s.locker.cfg.renewInterval, s.autoRenew)
+	s.mu.Unlock()
+	if s.locker.watchdog != nil {
+		s.locker.watchdog.add(s)
 	}
 }
 
@@ -108,18 +107,35 @@ func (s *Lease) Renew(ctx context.Context) error {
 }
 
 func (s *Lease) renew(ctx context.Context) error {
+	ttl, err := s.renewTTL()
+	if err != nil {
+		return err
+	}
+	sent := s.locker.cfg.clock.Now()
+	ok, err := s.locker.backend.renew(ctx, s.target, s.value, ttl)
+	return s.settle(sent, ttl, ok, err)
+}
+
+// renewTTL is the TTL a renewal asks for now: the Locker's, cut to what
+// WithMaxHold leaves; ErrMaxHoldExceeded when nothing is left.
+func (s *Lease) renewTTL() (time.Duration, error) {
 	cfg := &s.locker.cfg
 	ttl := cfg.ttl
 	if cfg.maxHold > 0 {
 		left := s.acquiredAt.Add(cfg.maxHold).Sub(cfg.clock.Now())
 		if left <= cfg.drift() {
-			s.stopWatchdog()
-			return fmt.Errorf("%w: held for %v", ErrMaxHoldExceeded, cfg.maxHold)
+			return 0, fmt.Errorf("%w: held for %v", ErrMaxHoldExceeded, cfg.maxHold)
 		}
 		ttl = min(ttl, left)
 	}
-	sent := cfg.clock.Now()
-	ok, err := s.locker.extend(ctx, s.target, s.value, ttl)
+	return ttl, nil
+}
+
+// settle applies the answer to a renewal for ttl sent at sent: the local
+// deadline moves to sent+ttl (less the drift) on success, a key no longer
+// ours ends the lease, an error changes nothing.
+func (s *Lease) settle(sent time.Time, ttl time.Duration, ok bool, err error) error {
+	cfg := &s.locker.cfg
 	if err != nil {
 		s.locker.metrics.renewals.WithLabelValues("error").Inc()
 		return err
@@ -145,48 +161,33 @@ func (s *Lease) renew(ctx context.Context) error {
 	return nil
 }
 
-// autoRenew is the watchdog: renew, then schedule the next renewal. Errors
-// are retried at the next tick; the local deadline ends the lease if they last.
-//
-// Lock order: the Locker's inflight read lock first, then s.mu — as in
-// Release. The renewal announces itself (s.renewing) only once it holds
-// inflight, so a Release that waits for an announced renewal never waits
-// for one that is itself queued behind Close's write lock.
-func (s *Lease) autoRenew() {
-	s.locker.inflight.RLock()
-	defer s.locker.inflight.RUnlock()
-	s.mu.Lock()
-	if s.err != nil {
-		s.mu.Unlock()
-		return
-	}
-	done := make(chan struct{})
-	s.renewing = done
-	s.mu.Unlock()
-	testHookRenewAnnounced()
-
-	ctx, cancel := context.WithDeadline(context.Background(), s.ValidUntil())
-	err := s.renew(ctx)
-	cancel()
-	if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrMaxHoldExceeded) {
-		s.locker.cfg.logger.Info("renewal failed; retrying until the local deadline", "key", s.key, "error", err.Error())
-	}
-
+// announce marks a watchdog renewal in flight (done closes when it has
+// settled), so that Release waits for it; false when the lease has ended.
+func (s *Lease) announce(done chan struct{}) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.renewing = nil
-	close(done)
-	if s.err == nil && !errors.Is(err, ErrMaxHoldExceeded) {
-		s.renewTimer.Reset(s.locker.cfg.renewInterval)
+	if s.err != nil {
+		return false
 	}
+	s.renewing = done
+	return true
 }
 
-func (s *Lease) stopWatchdog() {
+// unannounce ends the renewal announce marked; true while the lease lasts.
+func (s *Lease) unannounce(done chan struct{}) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.renewTimer != nil {
-		s.renewTimer.Stop()
+	if s.renewing == done {
+		s.renewing = nil
 	}
+	return s.err == nil
+}
+
+// ended reports that the lease is over (released, lost or abandoned).
+func (s *Lease) ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err != nil
 }
 
 // checkDeadline runs when the local deadline timer fires.
@@ -216,10 +217,8 @@ func (s *Lease) end(err error, reason string) bool {
 		return false
 	}
 	s.err = err
-	for _, t := range []Timer{s.deadline, s.renewTimer} {
-		if t != nil { // nil before start, or without a watchdog
-			t.Stop()
-		}
+	if s.deadline != nil { // nil before start
+		s.deadline.Stop()
 	}
 	s.mu.Unlock()
 	l := s.locker

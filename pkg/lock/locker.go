@@ -22,9 +22,8 @@ type Locker struct {
 	backend backend
 	events  *events
 	metrics *metrics
-	// renewals batches the watchdogs' renewals; nil when the backend
-	// renews one key per request (Redlock, WithReplicaAck).
-	renewals *renewals
+	// watchdog renews the leases; nil with WithoutWatchdog.
+	watchdog *watchdog
 
 	mu      sync.Mutex
 	leases  map[*Lease]struct{}
@@ -67,19 +66,10 @@ func newLocker(cfg config, b backend) (*Locker, error) {
 		leases:  map[*Lease]struct{}{},
 		closing: make(chan struct{}),
 	}
-	if s, ok := b.(*single); ok && s.batches() {
-		l.renewals = newRenewals(s)
+	if cfg.watchdog {
+		l.watchdog = newWatchdog(l)
 	}
 	return l, nil
-}
-
-// extend renews value's hold on t if it is still ours: in a batch when
-// the backend batches, else on its own.
-func (l *Locker) extend(ctx context.Context, t target, value string, ttl time.Duration) (bool, error) {
-	if l.renewals != nil {
-		return l.renewals.renew(ctx, t, value, ttl)
-	}
-	return l.backend.renew(ctx, t, value, ttl)
 }
 
 // TryAcquire makes one attempt. When the key is held it fails with a
@@ -392,8 +382,8 @@ func (l *Locker) Close() error {
 	case <-idle:
 	case <-ctx.Done():
 	}
-	if l.renewals != nil {
-		l.renewals.close()
+	if l.watchdog != nil {
+		l.watchdog.close()
 	}
 	l.events.close()
 	l.backend.close(ctx)

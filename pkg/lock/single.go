@@ -277,10 +277,10 @@ func renewReply(key string, cmd *redis.Cmd) (bool, error) {
 // WithReplicaAck, whose WAIT counts one connection's writes per key.
 func (s *single) batches() bool { return s.acks == 0 }
 
-// renewBatch renews rs in one pipeline (a ClusterClient splits it by node).
-// Scripts the server does not know yet (NOSCRIPT: first use, or a
-// restarted server) run again with EVAL.
-func (s *single) renewBatch(ctx context.Context, rs []*renewal) {
+// renewBatch renews rs in one pipeline (a ClusterClient splits it by node)
+// and answers for each. Scripts the server does not know yet (NOSCRIPT:
+// first use, or a restarted server) run again with EVAL.
+func (s *single) renewBatch(ctx context.Context, rs []renewal) []renewResult {
 	cmds := make([]*redis.Cmd, len(rs))
 	send := func(eval bool, which []int) {
 		_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -309,10 +309,11 @@ func (s *single) renewBatch(ctx context.Context, rs []*renewal) {
 	if len(unknown) > 0 {
 		send(true, unknown)
 	}
+	out := make([]renewResult, len(rs))
 	for i, r := range rs {
-		ok, err := renewReply(r.key, cmds[i])
-		r.done <- renewResult{ok: ok, err: err}
+		out[i].ok, out[i].err = renewReply(r.key, cmds[i])
 	}
+	return out
 }
 
 func (s *single) release(ctx context.Context, t target, value string) (bool, error) {

@@ -72,6 +72,7 @@ func main() {
 		leases   = flag.Int("leases", 10000, "leases held at once in the held-leases scenario")
 		window   = flag.Duration("window", 0, "held-leases measuring window (default 10s, quick 3s)")
 		poolSize = flag.Int("pool", 64, "go-redis pool size, the same for every library")
+		cpuProf  = flag.String("cpuprofile", "", "write this process's CPU profile of the whole run to this file (go tool pprof reads it)")
 	)
 	flag.Parse()
 
@@ -112,7 +113,7 @@ func main() {
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, s, *plots, *report)
+	err := profiled(*cpuProf, func() error { return run(ctx, s, *plots, *report) })
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrun:", err)

@@ -65,3 +65,54 @@ func TestRenewalsDueTogetherShareARoundTrip(t *testing.T) {
 		t.Fatalf("%d round trips for %.0f renewals: renewals due together were sent one by one", trips, renewed)
 	}
 }
+
+// Leases taken at different moments each renew on their own schedule, on
+// one Redis and on Redlock nodes (renewed one by one there): sampled every
+// 20 ms for 1.5 s, no lease's remaining validity ever falls far below the
+// TTL (1 s, renewed every 100 ms: about 0.9 s expected; a watchdog that
+// renewed late, or only when the first lease came due, lets it drop toward
+// zero), and every lease is still held at the end.
+func TestEveryLeaseRenewsOnItsOwnSchedule(t *testing.T) {
+	const ttl, interval = time.Second, 100 * time.Millisecond
+	opts := []lock.Option{lock.WithTTL(ttl), lock.WithRenewInterval(interval)}
+	_, client := startRedis(t)
+	nodes := make([]redis.UniversalClient, 3)
+	for i := range nodes {
+		_, nodes[i] = startRedis(t)
+	}
+	redlock, err := lock.NewRedlock(nodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeAtEnd(t, redlock)
+	for name, l := range map[string]*lock.Locker{"one redis": newLocker(t, client, opts...), "redlock": redlock} {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxTimeout(t, 10*time.Second)
+			var leases []*lock.Lease
+			for i := range 8 {
+				lease, err := l.TryAcquire(ctx, "staggered/"+strconv.Itoa(i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				releaseAtEnd(t, lease)
+				leases = append(leases, lease)
+				time.Sleep(interval / 7) // spread over most of an interval
+			}
+			lowest := ttl
+			for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				for _, lease := range leases {
+					lowest = min(lowest, time.Until(lease.ValidUntil()))
+				}
+			}
+			t.Logf("lowest remaining validity seen: %v", lowest)
+			if lowest < ttl/2 {
+				t.Fatalf("a lease's remaining validity fell to %v (TTL %v, renewed every %v): renewals came late", lowest, ttl, interval)
+			}
+			for i, lease := range leases {
+				if err := lease.Err(); err != nil {
+					t.Fatalf("lease %d: %v", i, err)
+				}
+			}
+		})
+	}
+}

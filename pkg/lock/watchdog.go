@@ -1,0 +1,224 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+const (
+	// renewalLinger is how far ahead of its due time a renewal may be sent
+	// to share a round trip with one that is due now. Renewing early only
+	// counts from the earlier send, so it costs no safety.
+	renewalLinger = time.Millisecond
+	// maxRenewalBatch bounds one pipeline.
+	maxRenewalBatch = 512
+)
+
+// watchdog renews the leases of one Locker every renew interval. Every
+// lease of a Locker renews at the same interval, so the order in which
+// leases were taken or last renewed is the order in which they come due:
+// the schedule is a queue, not a heap, and one goroutine with one timer
+// serves any number of leases. It wakes when the head comes due and takes
+// every lease due within renewalLinger: when the backend batches, they
+// renew in one pipeline (10,000 leases renewing every second cost a few
+// hundred round trips, no goroutine and no timer per lease; bench/'s held
+// scenario measures it), else each renews on its own, as Redlock and
+// WithReplicaAck need. A lease goes back in the queue when its renewal
+// answered (or failed: errors are retried at the next turn, and the local
+// deadline ends the lease if they last); an ended lease is dropped when it
+// reaches the head.
+type watchdog struct {
+	l *Locker
+
+	mu    sync.Mutex
+	queue []scheduled // by due time
+	kick  chan struct{}
+	stop  chan struct{}
+	loop  sync.WaitGroup
+	once  sync.Once
+}
+
+// renewal is one lease's request to extend its hold, in a batch.
+type renewal struct {
+	target
+	value string
+	ttl   time.Duration
+}
+
+type renewResult struct {
+	ok  bool
+	err error
+}
+
+type scheduled struct {
+	lease *Lease
+	due   time.Time
+}
+
+func newWatchdog(l *Locker) *watchdog {
+	return &watchdog{l: l, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
+// add schedules lease's next renewal one renew interval from now.
+func (w *watchdog) add(lease *Lease) {
+	w.once.Do(func() { w.loop.Go(w.run) })
+	w.mu.Lock()
+	w.queue = append(w.queue, scheduled{lease: lease, due: w.l.cfg.clock.Now().Add(w.l.cfg.renewInterval)})
+	first := len(w.queue) == 1
+	w.mu.Unlock()
+	if first {
+		w.wake()
+	}
+}
+
+func (w *watchdog) wake() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (w *watchdog) run() {
+	clock := w.l.cfg.clock
+	timer := clock.AfterFunc(time.Hour, w.wake)
+	defer timer.Stop()
+	for {
+		batch, next := w.due(clock.Now())
+		if len(batch) > 0 {
+			w.renew(batch)
+			continue
+		}
+		if next > 0 {
+			timer.Reset(next)
+		}
+		select {
+		case <-w.kick:
+		case <-w.stop:
+			return
+		}
+	}
+}
+
+// due takes the leases due by now (give or take renewalLinger), at most
+// one batch, dropping the ended ones; with none due, next is how long until
+// the head is (0 with an empty queue).
+func (w *watchdog) due(now time.Time) (batch []*Lease, next time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for n < len(w.queue) && len(batch) < maxRenewalBatch {
+		e := w.queue[n]
+		if e.lease.ended() {
+			n++
+			continue
+		}
+		if wait := e.due.Sub(now); wait > renewalLinger {
+			if len(batch) == 0 {
+				next = wait
+			}
+			break
+		}
+		batch = append(batch, e.lease)
+		n++
+	}
+	clear(w.queue[:n]) // let ended leases go
+	w.queue = w.queue[n:]
+	return batch, next
+}
+
+// renew starts the renewals of batch, in one pipeline when the backend
+// batches, else one by one, without waiting for them.
+func (w *watchdog) renew(batch []*Lease) {
+	if s, ok := w.l.backend.(*single); ok && s.batches() {
+		go w.renewTogether(s, batch)
+		return
+	}
+	for _, lease := range batch {
+		go w.renewAlone(lease)
+	}
+}
+
+// renewAlone renews one lease in its own request.
+func (w *watchdog) renewAlone(lease *Lease) {
+	l := w.l
+	// The Locker's inflight read lock first, then the announcement, as in
+	// Release: a Release waiting for an announced renewal never waits for
+	// one that is itself queued behind Close's write lock.
+	l.inflight.RLock()
+	defer l.inflight.RUnlock()
+	done := make(chan struct{})
+	if !lease.announce(done) {
+		return
+	}
+	testHookRenewAnnounced()
+	ctx, cancel := context.WithDeadline(context.Background(), lease.ValidUntil())
+	err := lease.renew(ctx)
+	cancel()
+	w.settled(lease, done, err)
+	close(done)
+}
+
+// renewTogether renews batch in one pipeline.
+func (w *watchdog) renewTogether(s *single, batch []*Lease) {
+	l := w.l
+	l.inflight.RLock() // see renewAlone
+	defer l.inflight.RUnlock()
+	done := make(chan struct{})
+	leases := make([]*Lease, 0, len(batch))
+	reqs := make([]renewal, 0, len(batch))
+	var latest time.Time
+	for _, lease := range batch {
+		ttl, err := lease.renewTTL()
+		if err != nil {
+			continue // past WithMaxHold: it ends at its deadline, unrenewed
+		}
+		if !lease.announce(done) {
+			continue
+		}
+		leases = append(leases, lease)
+		reqs = append(reqs, renewal{target: lease.target, value: lease.value, ttl: ttl})
+		latest = later(latest, lease.ValidUntil())
+	}
+	if len(leases) == 0 {
+		return
+	}
+	testHookRenewAnnounced()
+	// One lease's deadline must not cut the others' renewals short: the
+	// batch may run until the last of them.
+	ctx, cancel := context.WithDeadline(context.Background(), latest)
+	sent := l.cfg.clock.Now()
+	results := s.renewBatch(ctx, reqs)
+	cancel()
+	for i, lease := range leases {
+		err := lease.settle(sent, reqs[i].ttl, results[i].ok, results[i].err)
+		w.settled(lease, done, err)
+	}
+	close(done)
+}
+
+// settled ends lease's turn: it logs a failed renewal that will be retried,
+// and schedules the next one while the lease lasts. done is closed by the
+// caller once every lease of the turn is settled.
+func (w *watchdog) settled(lease *Lease, done chan struct{}, err error) {
+	if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrMaxHoldExceeded) {
+		w.l.cfg.logger.Info("renewal failed; retrying until the local deadline", "key", lease.key, "error", err.Error())
+	}
+	if lease.unannounce(done) && !errors.Is(err, ErrMaxHoldExceeded) {
+		w.add(lease)
+	}
+}
+
+// close stops the schedule; leases still in it are not renewed again.
+func (w *watchdog) close() {
+	close(w.stop)
+	w.loop.Wait()
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
