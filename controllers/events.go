@@ -11,12 +11,14 @@ import (
 )
 
 // emitTransitions records Events on obj (a lock or a store) for what
-// changed between the old and new conditions: Ready becoming True or False
-// (or changing its reason while False), Preflight becoming False, a
+// changed between the old and new conditions: Ready becoming False (or
+// changing its reason while False) or True again (not the first time), Preflight becoming False, a
 // SettingsConflict appearing, the master moving. Idle reconciles emit
 // nothing. Notes are condition messages, which never contain a lock value.
 func (r *DistributedLockReconciler) emitTransitions(obj runtime.Object, conds, old []metav1.Condition, oldMaster, master string) {
-	if c, changed := transition(old, conds, v1alpha1.ConditionReady); changed {
+	if c, changed := transition(old, conds, v1alpha1.ConditionReady); changed && (c.Status != metav1.ConditionTrue || meta.FindStatusCondition(old, v1alpha1.ConditionReady) != nil) {
+		// The first Ready is routine and gets no Event: 10,000 locks
+		// applied together would write as many Events as status patches.
 		if c.Status == metav1.ConditionTrue {
 			r.recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonAvailable, "Probe", "Ready: %s", c.Message)
 		} else {
