@@ -70,6 +70,23 @@ func TestHolder(t *testing.T) {
 	if strings.Contains(string(raw), secret) {
 		t.Errorf("the lock value appears in the DistributedLock: %s", raw)
 	}
+	// Events come with transitions (a first Ready has none): a server
+	// that stops answering and comes back, while the lease is held, makes
+	// two, a Warning and a Normal.
+	srv.Pause()
+	h.waitFor("held", "not Ready while the server is paused", func(dl *v1alpha1.DistributedLock) error {
+		if isReady(dl) == nil {
+			return errNotYet
+		}
+		return nil
+	})
+	srv.Resume()
+	h.waitFor("held", "Ready again, the holder still in status", func(dl *v1alpha1.DistributedLock) error {
+		if err := isReady(dl); err != nil {
+			return err
+		}
+		return holderIs("settle-7f9c-x2", lease.Fence())(dl)
+	})
 	// Let a few more reconciles run (and log) while the lease is held.
 	c := h.counter("held")
 	n := c.Load()
@@ -84,8 +101,8 @@ func TestHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	rawEvents, _ := json.Marshal(evs)
-	if len(evs.Items) == 0 {
-		t.Errorf("no Events recorded: the search below proves nothing")
+	if len(evs.Items) < 2 {
+		t.Errorf("%d Events recorded, want the Warning and the Normal of the pause: the search below proves too little", len(evs.Items))
 	}
 	if strings.Contains(string(rawEvents), secret) {
 		t.Errorf("the lock value appears in an Event")

@@ -8,6 +8,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -22,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/redlease/redlease/api/v1alpha1"
@@ -62,12 +64,14 @@ func BenchmarkTenThousandLocksOnOneStore(b *testing.B) {
 		created := time.Since(createStart)
 
 		stopProfile := startCPUProfile(b, os.Getenv("REDLEASE_SCALE_PROFILE"), "cpu-start.pprof")
+		apiProfile := profileAPIServer(b, h, os.Getenv("REDLEASE_SCALE_PROFILE"), "apiserver-start.pprof", 20*time.Second)
 		start, startCPU := time.Now(), processCPU(b)
 		h.start()
 		waitAllReady(ctx, b, h, locks)
 		allReady := time.Since(start)
 		startCores := (processCPU(b) - startCPU).Seconds() / allReady.Seconds()
 		stopProfile()
+		apiProfile.Wait()
 
 		writes := countStatusWrites(ctx, b, h)
 		cpuBefore, wallBefore := processCPU(b), time.Now()
@@ -139,6 +143,38 @@ func startCPUProfile(b *testing.B, dir, name string) func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}
+}
+
+// profileAPIServer fetches the API server's CPU profile of the next d
+// (its /debug/pprof, as the cluster admin) into dir/name in the
+// background; nothing when dir is empty.
+func profileAPIServer(b *testing.B, h *harness, dir, name string, d time.Duration) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	if dir == "" {
+		return &wg
+	}
+	hc, err := rest.HTTPClientFor(h.env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wg.Go(func() {
+		resp, err := hc.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", h.env.Config.Host, int(d.Seconds())))
+		if err != nil {
+			b.Errorf("API server profile: %v", err)
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		f, err := os.Create(dir + "/" + name) //nolint:gosec // G304: a path the person running the benchmark chose
+		if err != nil {
+			b.Errorf("API server profile: %v", err)
+			return
+		}
+		defer func() { _ = f.Close() }()
+		if _, err := io.Copy(f, resp.Body); err != nil {
+			b.Errorf("API server profile: %v", err)
+		}
+	})
+	return &wg
 }
 
 // createLocks creates n locks lock-00000… in h.ns, the i-th with spec(i),
