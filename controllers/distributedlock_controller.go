@@ -331,15 +331,22 @@ func (r *DistributedLockReconciler) requeueAfter(retry *backoff.Exponential, rea
 type stateStore struct {
 	mu    sync.Mutex
 	locks map[types.NamespacedName]*lockState
+	// ready counts the locks whose ready is true, kept as they change so
+	// that the gauges cost nothing per reconcile (a count over 10,000
+	// locks on every reconcile, under mu, was a sixth of the manager's CPU
+	// while they became Ready).
+	ready int
 }
 
 type lockState struct {
 	uid   types.UID
 	retry backoff.Exponential // from one second up to the probe interval
 
-	mu    sync.Mutex
-	key   string
+	// ready is the stateStore's (guarded by its mu).
 	ready bool
+
+	mu  sync.Mutex
+	key string
 	// lastWrite is when this controller last wrote the lock's status.
 	lastWrite time.Time
 	// pod is the last lookup of the holder's pod (fillHolderPod).
@@ -375,6 +382,9 @@ func (s *stateStore) get(nn types.NamespacedName, uid types.UID) (st, replaced *
 		return st, nil
 	}
 	replaced = st
+	if replaced != nil && replaced.ready {
+		s.ready--
+	}
 	st = &lockState{uid: uid}
 	s.locks[nn] = st
 	return st, replaced
@@ -384,17 +394,24 @@ func (s *stateStore) remove(nn types.NamespacedName) (*lockState, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.locks[nn]
+	if ok && st.ready {
+		s.ready--
+	}
 	delete(s.locks, nn)
 	return st, ok
 }
 
+// setReady records whether nn is Ready. ready is guarded by s.mu.
 func (s *stateStore) setReady(nn types.NamespacedName, ready bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st := s.locks[nn]; st != nil {
-		st.mu.Lock()
+	if st := s.locks[nn]; st != nil && st.ready != ready {
 		st.ready = ready
-		st.mu.Unlock()
+		if ready {
+			s.ready++
+		} else {
+			s.ready--
+		}
 	}
 }
 
@@ -402,16 +419,7 @@ func (s *stateStore) setReady(nn types.NamespacedName, ready bool) {
 func (s *stateStore) counts() (ready, notReady int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, st := range s.locks {
-		st.mu.Lock()
-		if st.ready {
-			ready++
-		} else {
-			notReady++
-		}
-		st.mu.Unlock()
-	}
-	return ready, notReady
+	return s.ready, len(s.locks) - s.ready
 }
 
 func (st *lockState) setKey(k string) {
