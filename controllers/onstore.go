@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/protocol"
 )
 
 // observeOnStore reconciles a lock that lives on a store. The store's own
@@ -146,7 +147,7 @@ func (r *DistributedLockReconciler) mastersFromStore(rd *round, st *v1alpha1.Loc
 	case v1alpha1.RedisModeRedlock:
 		rd.quorumN = redlockQuorum(rd.store.redis)
 	case v1alpha1.RedisModeCluster:
-		rd.slot = keySlot(rd.key)
+		rd.slot = protocol.KeySlot(rd.key)
 	}
 	addrs := keyServers(rd.store, st, rd.key)
 	if len(addrs) == 0 {

@@ -248,7 +248,7 @@ func keyServers(st *storeSpec, status *v1alpha1.LockStoreStatus, key string) []s
 	case v1alpha1.RedisModeRedlock:
 		return st.redis.Addresses
 	case v1alpha1.RedisModeCluster:
-		slot := keySlot(key)
+		slot := protocol.KeySlot(key)
 		for _, e := range status.Endpoints {
 			if e.Role == v1alpha1.EndpointRoleMaster && slotsContain(e.Slots, slot) {
 				return []string{e.Address}

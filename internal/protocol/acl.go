@@ -69,7 +69,8 @@ var tenantCommands = []string{
 var clusterCommands = []string{"cluster|slots", "asking", "readonly", "command"}
 
 // shardedPubSubCommands are the sharded twins of the events channel's
-// commands, which DESIGN §10.1 grants; pkg/lock sends none of them yet.
+// commands (DESIGN §10.1): pkg/lock's scripts and subscriptions use them
+// on Redis Cluster where the servers have them.
 var shardedPubSubCommands = []string{"spublish", "ssubscribe", "sunsubscribe"}
 
 // TenantACLRules are the ACL SETUSER rules of namespace's Redis user on a

@@ -34,7 +34,7 @@ func (s *server) permitWith(key string, args protocol.AcquireArgs) (bool, int64)
 
 func (s *server) givePermit(key, value string, permits int, window time.Duration) bool {
 	s.t.Helper()
-	ok, err := protocol.ReleasePermit(s.ctx, s.c, key, value, permits, window, false)
+	ok, err := protocol.ReleasePermit(s.ctx, s.c, key, value, permits, window, false, false)
 	s.must(err)
 	return ok
 }

@@ -104,16 +104,23 @@ type AcquireArgs struct {
 	// Permits is the number of permits of a semaphore (PermitArgv only):
 	// the attempt takes one only while fewer are held.
 	Permits int
+	// Sharded publishes the key's messages on sharded pub/sub (SPUBLISH,
+	// falling back to PUBLISH where the server does not know it): for
+	// callers on Redis Cluster, whose waiters subscribe with SSUBSCRIBE.
+	Sharded bool
 }
 
 // Argv is the ARGV of AcquireScript.
-func (a AcquireArgs) Argv() []any {
+func (a AcquireArgs) Argv() []any { return append(a.common(), flag(a.Sharded)) }
+
+// PermitArgv is the ARGV of AcquirePermitScript: Argv's with Permits
+// before Sharded.
+func (a AcquireArgs) PermitArgv() []any { return append(a.common(), a.Permits, flag(a.Sharded)) }
+
+func (a AcquireArgs) common() []any {
 	return []any{a.Value, Millis(a.TTL), flag(a.Fencing), a.Identity, flag(a.Announce),
 		Millis(a.Place), flag(a.Queued), flag(a.FIFO), Millis(a.Window)}
 }
-
-// PermitArgv is the ARGV of AcquirePermitScript: Argv's, then Permits.
-func (a AcquireArgs) PermitArgv() []any { return append(a.Argv(), a.Permits) }
 
 func flag(b bool) string {
 	if b {
@@ -131,10 +138,11 @@ func Millis(d time.Duration) int64 {
 // Release deletes key if it still holds value and hands it to the first
 // waiter in line (who has window to confirm), or, when nobody waits,
 // deletes it (and with announce says "released"); a value that does not
-// hold the key leaves the line. False when the key was not ours.
-func Release(ctx context.Context, c redis.Scripter, key, value string, window time.Duration, announce bool) (bool, error) {
+// hold the key leaves the line. False when the key was not ours. sharded
+// is AcquireArgs.Sharded.
+func Release(ctx context.Context, c redis.Scripter, key, value string, window time.Duration, announce, sharded bool) (bool, error) {
 	keys := []string{key, EventsChannel(key), LineKey(key)}
-	n, err := releaseScript.Run(ctx, c, keys, value, Millis(window), flag(announce)).Int64()
+	n, err := releaseScript.Run(ctx, c, keys, value, Millis(window), flag(announce), flag(sharded)).Int64()
 	if err != nil {
 		return false, fmt.Errorf("release %q: %w", key, err)
 	}
@@ -171,10 +179,10 @@ func RenewPermitKeys(key string) []string { return []string{key, HoldersKey(key)
 // one, and hands the permits that leaves free (of permits) to the first
 // waiters in line (each has window to confirm); when it hands none and
 // announce is set it says "released". A value holding no permit leaves the
-// line. False when value held no permit.
-func ReleasePermit(ctx context.Context, c redis.Scripter, key, value string, permits int, window time.Duration, announce bool) (bool, error) {
+// line. False when value held no permit. sharded is AcquireArgs.Sharded.
+func ReleasePermit(ctx context.Context, c redis.Scripter, key, value string, permits int, window time.Duration, announce, sharded bool) (bool, error) {
 	keys := []string{key, EventsChannel(key), PermitLineKey(key), HoldersKey(key)}
-	n, err := releasePermitScript.Run(ctx, c, keys, value, Millis(window), flag(announce), permits).Int64()
+	n, err := releasePermitScript.Run(ctx, c, keys, value, Millis(window), flag(announce), permits, flag(sharded)).Int64()
 	if err != nil {
 		return false, fmt.Errorf("release a permit of %q: %w", key, err)
 	}

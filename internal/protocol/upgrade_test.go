@@ -72,7 +72,7 @@ func (s *server) take(key, value string, queued bool) (bool, int64) {
 
 func (s *server) give(key, value string, window time.Duration) bool {
 	s.t.Helper()
-	ok, err := protocol.Release(s.ctx, s.c, key, value, window, false)
+	ok, err := protocol.Release(s.ctx, s.c, key, value, window, false, false)
 	s.must(err)
 	return ok
 }

@@ -346,7 +346,11 @@ func waitSubscribed(ctx context.Context, t *testing.T, nodes []*redistest.Server
 			if err != nil {
 				t.Fatal(err)
 			}
-			if subs[channel] > 0 {
+			shard, err := a.PubSubShardChannels(ctx, channel).Result() // Redis Cluster: sharded pub/sub
+			if err != nil {
+				t.Fatal(err)
+			}
+			if subs[channel] > 0 || len(shard) > 0 {
 				return
 			}
 		}
@@ -388,5 +392,36 @@ func exercisePubSub(ctx context.Context, t *testing.T, c redis.UniversalClient) 
 		t.Errorf("UNSUBSCRIBE %s: %v", ch, err)
 	} else if s, ok := msg.(*redis.Subscription); !ok || s.Kind != "unsubscribe" {
 		t.Errorf("UNSUBSCRIBE %s: got %T %v", ch, msg, msg)
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		exerciseShardedPubSub(ctx, t, cc, ch)
+	}
+}
+
+// exerciseShardedPubSub does the same on sharded pub/sub, which the
+// library uses on Redis Cluster: PING on an idle subscription, SUNSUBSCRIBE
+// after the linger.
+func exerciseShardedPubSub(ctx context.Context, t *testing.T, c *redis.ClusterClient, ch string) {
+	t.Helper()
+	ps := c.SSubscribe(ctx, ch)
+	defer func() { _ = ps.Close() }()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatalf("SSUBSCRIBE %s: %v", ch, err)
+	}
+	if err := ps.Ping(ctx); err != nil {
+		t.Fatalf("PING on the sharded subscription: %v", err)
+	}
+	if msg, err := ps.Receive(ctx); err != nil {
+		t.Errorf("PING on the sharded subscription: %v", err)
+	} else if _, ok := msg.(*redis.Pong); !ok {
+		t.Errorf("PING on the sharded subscription: got %T %v", msg, msg)
+	}
+	if err := ps.SUnsubscribe(ctx, ch); err != nil {
+		t.Fatalf("SUNSUBSCRIBE %s: %v", ch, err)
+	}
+	if msg, err := ps.Receive(ctx); err != nil {
+		t.Errorf("SUNSUBSCRIBE %s: %v", ch, err)
+	} else if s, ok := msg.(*redis.Subscription); !ok || s.Kind != "sunsubscribe" {
+		t.Errorf("SUNSUBSCRIBE %s: got %T %v", ch, msg, msg)
 	}
 }

@@ -39,7 +39,25 @@ func newObserver(e *elector) *observer {
 
 func (o *observer) run(ctx context.Context) {
 	defer o.expiry.Stop()
-	ps := o.e.cfg.Client.Subscribe(ctx, protocol.EventsChannel(o.e.cfg.Key))
+	// On Redis Cluster the key's messages are on sharded pub/sub where the
+	// servers have it (docs/protocol.md, Messages).
+	sharded := protocol.ShardedPubSub(ctx, o.e.cfg.Client)
+	for o.watch(ctx, sharded) {
+	}
+}
+
+// watch follows the key's channel until ctx ends (false), or until the
+// server unsubscribes a sharded subscription because the key's slot moved
+// (true: the caller subscribes again, on the slot's new owner once the
+// client reloaded its slot map).
+func (o *observer) watch(ctx context.Context, sharded bool) bool {
+	ch := protocol.EventsChannel(o.e.cfg.Key)
+	var ps *redis.PubSub
+	if sharded {
+		ps = o.e.cfg.Client.(*redis.ClusterClient).SSubscribe(ctx, ch)
+	} else {
+		ps = o.e.cfg.Client.Subscribe(ctx, ch)
+	}
 	// go-redis's goroutine behind this channel reconnects, resubscribes
 	// (delivering a new *redis.Subscription) and pings an idle connection;
 	// it closes the channel once the PubSub is closed.
@@ -52,15 +70,24 @@ func (o *observer) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case m, ok := <-msgs:
 			if !ok {
-				return
+				return false
 			}
 			switch m := m.(type) {
 			case *redis.Subscription:
-				if m.Kind == "subscribe" {
+				switch m.Kind {
+				case "subscribe", "ssubscribe":
 					o.refresh(ctx, true)
+				case "sunsubscribe": // the slot moved
+					o.e.cfg.Client.(*redis.ClusterClient).ReloadState(ctx)
+					select {
+					case <-ctx.Done():
+						return false
+					case <-time.After(protocol.SlotMapReload):
+						return true
+					}
 				}
 			case *redis.Message:
 				o.message(ctx, m.Payload)

@@ -37,15 +37,27 @@ type events struct {
 	// first in line looks again.
 	window time.Duration
 
-	mu       sync.Mutex
-	subs     []*redis.PubSub // one per client, created with the first waiter
+	// shardable: one ClusterClient, whose channels go on sharded pub/sub
+	// when its servers have it (Redis 7.0 and later), found out once, at
+	// the first wait (sharded).
+	shardable bool
+	detect    sync.Once
+	sharded   bool
+
+	mu   sync.Mutex
+	subs []*redis.PubSub // one per client, created with the first waiter; sharded: one per slot in use
+	// shards finds a slot's subscription in subs (sharded only).
+	shards   map[int]int
 	channels map[string]*channelWaiters
 	closed   bool
+	loopCtx  context.Context
 	cancel   context.CancelFunc
 	loops    sync.WaitGroup
 }
 
 type channelWaiters struct {
+	// sub is the channel's subscription in events.subs when sharded.
+	sub       int
 	ready     chan struct{} // closed when a server confirmed the subscription
 	confirmed bool
 	// confirmedBy holds the subscriptions (by index in events.subs) that
@@ -97,7 +109,19 @@ func (w *waiter) spent() {
 }
 
 func newEvents(clients []redis.UniversalClient, clock Clock, window time.Duration) *events {
-	return &events{clients: clients, clock: clock, window: window, channels: map[string]*channelWaiters{}}
+	_, cluster := clients[0].(*redis.ClusterClient)
+	return &events{clients: clients, clock: clock, window: window, shardable: len(clients) == 1 && cluster,
+		shards: map[int]int{}, channels: map[string]*channelWaiters{}}
+}
+
+// detectSharding finds out, once, whether the ClusterClient's servers have
+// sharded pub/sub (protocol.ShardedPubSub); the scripts make the same
+// choice on their own.
+func (e *events) detectSharding(ctx context.Context) {
+	if !e.shardable {
+		return
+	}
+	e.detect.Do(func() { e.sharded = protocol.ShardedPubSub(ctx, e.clients[0]) })
 }
 
 // wait registers a waiter for key's channel, subscribing if needed. seen is
@@ -105,18 +129,19 @@ func newEvents(clients []redis.UniversalClient, clock Clock, window time.Duratio
 // waiter's claim, named by "granted" messages when line is true.
 func (e *events) wait(ctx context.Context, key string, seen uint64, value string, line bool) (*waiter, error) {
 	ch := protocol.EventsChannel(key)
+	e.detectSharding(ctx)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return nil, ErrClosed
 	}
-	if e.subs == nil {
+	if e.cancel == nil {
 		loopCtx, cancel := context.WithCancel(context.Background())
-		e.cancel = cancel
-		for i, c := range e.clients {
-			ps := c.Subscribe(loopCtx)
-			e.subs = append(e.subs, ps)
-			e.loops.Go(func() { e.loop(loopCtx, i, ps) })
+		e.loopCtx, e.cancel = loopCtx, cancel
+		if !e.sharded {
+			for _, c := range e.clients {
+				e.startSub(c.Subscribe(loopCtx))
+			}
 		}
 	}
 	cw := e.channels[ch]
@@ -124,8 +149,13 @@ func (e *events) wait(ctx context.Context, key string, seen uint64, value string
 		cw = &channelWaiters{ready: make(chan struct{}), confirmedBy: map[int]bool{}, byDigest: map[string]*waiter{}}
 		e.channels[ch] = cw
 		// Sent now, confirmed by the loop; a failure shows up there too.
-		for _, ps := range e.subs {
-			_ = ps.Subscribe(ctx, ch)
+		if e.sharded {
+			cw.sub = e.shardSub(ch)
+			_ = e.subs[cw.sub].SSubscribe(ctx, ch)
+		} else {
+			for _, ps := range e.subs {
+				_ = ps.Subscribe(ctx, ch)
+			}
 		}
 	}
 	if cw.idle != nil {
@@ -144,6 +174,28 @@ func (e *events) wait(ctx context.Context, key string, seen uint64, value string
 		w.retry = !cw.confirmed || cw.releases != seen
 	}
 	return w, nil
+}
+
+// startSub adds ps to the subscriptions and starts its loop; e.mu held.
+func (e *events) startSub(ps *redis.PubSub) int {
+	i := len(e.subs)
+	e.subs = append(e.subs, ps)
+	e.loops.Go(func() { e.loop(e.loopCtx, i, ps) })
+	return i
+}
+
+// shardSub is the subscription of ch's slot, started empty when the slot
+// has none: go-redis binds a sharded subscription to the node of the slot
+// of its first channel, so channels of different slots cannot share one.
+// e.mu held.
+func (e *events) shardSub(ch string) int {
+	slot := protocol.KeySlot(ch)
+	if i, ok := e.shards[slot]; ok {
+		return i
+	}
+	i := e.startSub(e.clients[0].(*redis.ClusterClient).SSubscribe(e.loopCtx))
+	e.shards[slot] = i
+	return i
 }
 
 // rename gives w (nil: no waiter yet) the name of its new value.
@@ -225,6 +277,10 @@ func (e *events) expire(ch string, cw *channelWaiters) {
 		return
 	}
 	delete(e.channels, ch)
+	if e.sharded {
+		_ = e.subs[cw.sub].SUnsubscribe(context.Background(), ch)
+		return
+	}
 	for _, ps := range e.subs {
 		_ = ps.Unsubscribe(context.Background(), ch)
 	}
@@ -243,8 +299,13 @@ func (e *events) loop(ctx context.Context, sub int, ps *redis.PubSub) {
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, time.Minute)
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
 				return
+			}
+			if e.sharded && redis.HasErrorPrefix(err, "MOVED") {
+				// A subscription made while the slot map was stale.
+				e.resubscribe(sub)
+				continue
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -259,8 +320,11 @@ func (e *events) loop(ctx context.Context, sub int, ps *redis.PubSub) {
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" {
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
 				e.confirm(sub, m.Channel)
+			case "sunsubscribe":
+				e.moved(sub, m.Channel)
 			}
 		case *redis.Message:
 			switch {
@@ -310,6 +374,52 @@ func (e *events) confirm(sub int, ch string) {
 		cw.confirmed = true
 		close(cw.ready)
 	}
+}
+
+// moved handles a sunsubscribe: ours after a channel expired (it is gone
+// from channels then), or the server's when the slot of sub's channels
+// moved to another node (resharding, failover). The channels still waited
+// for are subscribed again on the slot's new owner (resubscribe).
+func (e *events) moved(sub int, ch string) {
+	e.mu.Lock()
+	cw := e.channels[ch]
+	ours := cw == nil || e.closed || cw.sub != sub
+	e.mu.Unlock()
+	if !ours {
+		e.resubscribe(sub)
+	}
+}
+
+// resubscribe replaces sharded subscription sub, whose slot moved: go-redis
+// binds a subscription to one node, found from its slot map, so the map is
+// reloaded first and, a moment later, sub's channels are subscribed on a
+// new subscription and their oldest waiters look again (a release may have
+// slipped by meanwhile).
+func (e *events) resubscribe(sub int) {
+	e.clients[0].(*redis.ClusterClient).ReloadState(e.loopCtx)
+	e.clock.AfterFunc(protocol.SlotMapReload, func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.closed || e.subs[sub] == nil {
+			return
+		}
+		for slot, i := range e.shards {
+			if i == sub {
+				delete(e.shards, slot)
+			}
+		}
+		for ch, cw := range e.channels {
+			if cw.sub != sub {
+				continue
+			}
+			cw.sub = e.shardSub(ch)
+			_ = e.subs[cw.sub].SSubscribe(e.loopCtx, ch)
+			cw.releases++
+			wakeOldest(cw)
+		}
+		_ = e.subs[sub].Close() // its loop ends
+		e.subs[sub] = nil
+	})
 }
 
 func (e *events) released(ch string) {
@@ -395,12 +505,14 @@ func (e *events) close() {
 		e.stopWatch(cw)
 	}
 	e.mu.Unlock()
-	if subs == nil {
+	if cancel == nil {
 		return
 	}
 	cancel()
 	for _, ps := range subs {
-		_ = ps.Close()
+		if ps != nil { // nil: replaced after its slot moved, and closed
+			_ = ps.Close()
+		}
 	}
 	e.loops.Wait()
 }

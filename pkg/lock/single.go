@@ -21,6 +21,10 @@ type single struct {
 	announce bool // "acquired" messages
 	released bool // "released" messages
 	fifo     bool
+	// sharded: a ClusterClient, whose keys' messages go out on sharded
+	// pub/sub (the scripts fall back to plain pub/sub on servers without
+	// it; the subscriptions do the same, see events).
+	sharded bool
 	// window is how long a released key waits for the waiter it was handed to.
 	window     time.Duration
 	acks       int
@@ -30,6 +34,11 @@ type single struct {
 	giveBackTimeout time.Duration
 
 	// givingBack tracks background give-backs; stop cancels them on close.
+	// closed (under mu) refuses new ones once close waits for them: an
+	// Acquire still returning when Close runs must not Add to a WaitGroup
+	// being waited on.
+	mu         sync.Mutex
+	closed     bool
 	givingBack sync.WaitGroup
 	stopCtx    context.Context
 	stop       context.CancelFunc
@@ -45,7 +54,8 @@ func newSingle(client redis.UniversalClient, c *config) (*single, error) {
 		}
 	}
 	stopCtx, stop := context.WithCancel(context.Background())
-	return &single{client: client, identity: c.identity, fencing: c.fencing, announce: c.announce, released: c.announce, fifo: c.fifo,
+	_, sharded := client.(*redis.ClusterClient)
+	return &single{client: client, identity: c.identity, fencing: c.fencing, announce: c.announce, released: c.announce, fifo: c.fifo, sharded: sharded,
 		window: c.handoffWindow(), acks: c.replicaAcks, ackTimeout: c.replicaWait,
 		giveBackTimeout: min(c.ttl, c.closeTimeout), stopCtx: stopCtx, stop: stop}, nil
 }
@@ -86,6 +96,9 @@ func (s *single) subscribers() []redis.UniversalClient { return []redis.Universa
 // close waits (bounded by ctx) for background give-backs, then cancels
 // those still running.
 func (s *single) close(ctx context.Context) {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	waitGroup(ctx, &s.givingBack)
 	s.stop()
 }
@@ -97,7 +110,7 @@ func (s *single) leave(t target, value string) { s.giveBackAsync(t, value) }
 func (s *single) acquire(ctx context.Context, t target, c claim) (attempt, error) {
 	key, value := t.key, c.value
 	args := protocol.AcquireArgs{Value: value, TTL: c.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
-		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits}
+		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits, Sharded: s.sharded}
 	var cmd, wait *redis.Cmd
 	if t.semaphore() {
 		cmd, wait = s.eval(ctx, key, protocol.AcquirePermitScript, protocol.AcquirePermitKeys(key), args.PermitArgv()...)
@@ -213,6 +226,11 @@ func (s *single) giveBack(t target, value string) {
 // replies only after it handled every request that was ready before, so
 // the attempt, if it is still to run, has run when the release arrives.
 func (s *single) giveBackAsync(t target, value string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return // closed: the key, if set, expires with its TTL
+	}
 	s.givingBack.Go(func() {
 		ctx, cancel := context.WithTimeout(s.stopCtx, s.giveBackTimeout)
 		defer cancel()
@@ -320,9 +338,9 @@ func (s *single) release(ctx context.Context, t target, value string) (bool, err
 	var ok bool
 	var err error
 	if t.semaphore() {
-		ok, err = protocol.ReleasePermit(ctx, s.client, t.key, value, t.permits, s.window, s.released)
+		ok, err = protocol.ReleasePermit(ctx, s.client, t.key, value, t.permits, s.window, s.released, s.sharded)
 	} else {
-		ok, err = protocol.Release(ctx, s.client, t.key, value, s.window, s.released)
+		ok, err = protocol.Release(ctx, s.client, t.key, value, s.window, s.released, s.sharded)
 	}
 	if err != nil {
 		return false, fmt.Errorf("lock: %w", err)

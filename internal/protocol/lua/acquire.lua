@@ -6,7 +6,7 @@
 -- ARGV[6] place (ms): 0 = do not queue, else how long the line is kept
 -- for this waiter without another attempt, ARGV[7] "1" when this value may
 -- be in the line already, ARGV[8] "1" for strict FIFO, ARGV[9] hand-off
--- window (ms)
+-- window (ms), ARGV[10] "1" on Redis Cluster (messages on sharded pub/sub)
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl} when
 -- not (pttl -1: the key has no TTL), or an error with the lock key NOT
 -- taken.
@@ -18,6 +18,7 @@
 local key, counter, channel, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value, ttl = ARGV[1], ARGV[2]
 local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
+events_sharded = ARGV[10] == '1'
 
 -- taken runs once the key holds value for ttl.
 local function taken()
@@ -31,7 +32,7 @@ local function taken()
     end
   end
   if ARGV[5] == '1' then
-    local sent = redis.pcall('PUBLISH', channel, 'acquired ' .. ARGV[4])
+    local sent = events_pcall(channel, 'acquired ' .. ARGV[4])
     if type(sent) == 'table' then
       redis.call('DEL', key)
       return sent

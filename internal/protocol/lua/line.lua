@@ -7,6 +7,31 @@
 -- that died in it is handed the key (or a permit) once, for the hand-off
 -- window only, and so costs the others that window once.
 
+-- events_sharded is set by a script whose caller runs on Redis Cluster:
+-- messages then go out on sharded pub/sub (SPUBLISH, Redis 7.0 and later),
+-- which stays on the key's shard instead of reaching every node, or on
+-- plain pub/sub where the server does not know SPUBLISH.
+local events_sharded = false
+
+-- events_pcall publishes msg on channel; like redis.pcall it returns an
+-- error reply instead of raising it.
+local function events_pcall(channel, msg)
+  if events_sharded then
+    local sent = redis.pcall('SPUBLISH', channel, msg)
+    if type(sent) ~= 'table' or not string.find(string.lower(sent['err'] or ''), 'unknown redis command', 1, true) then
+      return sent
+    end
+  end
+  return redis.pcall('PUBLISH', channel, msg)
+end
+
+-- events_publish publishes msg on channel, raising an error as redis.call.
+local function events_publish(channel, msg)
+  local sent = events_pcall(channel, msg)
+  if type(sent) == 'table' then error(sent) end
+  return sent
+end
+
 -- line_join queues value, or keeps its place (and arrival), and keeps the
 -- line for keep ms more.
 local function line_join(line, value, keep)
@@ -25,7 +50,7 @@ local function line_grant(channel, line, head)
   local msg = 'granted ' .. redis.sha1hex(head)
   local next = redis.call('ZRANGE', line, 0, 0)[1]
   if next then msg = msg .. ' ' .. redis.sha1hex(next) end
-  redis.call('PUBLISH', channel, msg)
+  events_publish(channel, msg)
 end
 
 -- hand_over gives the free lock key to head for window ms, and tells it.

@@ -5,7 +5,8 @@
 -- ARGV[1..9] as lua/acquire.lua's (value, ttl ms, "1" to increment the
 -- fence, identity, "1" to announce "acquired <identity>", place ms, "1"
 -- when this value may be in the line already, "1" for strict FIFO,
--- hand-off window ms), ARGV[10] the number of permits
+-- hand-off window ms), ARGV[10] the number of permits, ARGV[11] "1" on
+-- Redis Cluster (messages on sharded pub/sub)
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, ms} when
 -- not: ms until enough permits expire for one to be free (a lock's PTTL
 -- when a lock holds the key, -1 if that has no TTL), or an error with no
@@ -14,6 +15,7 @@ local key, counter, channel, line, holders = KEYS[1], KEYS[2], KEYS[3], KEYS[4],
 local value, ttl = ARGV[1], tonumber(ARGV[2])
 local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
 local window, permits = tonumber(ARGV[9]), tonumber(ARGV[10])
+events_sharded = ARGV[11] == '1'
 
 if permits_is_lock(key) then
   if place > 0 then line_join(line, value, place) end
@@ -38,7 +40,7 @@ local function taken()
   redis.call('HSET', holders, value, string.format('%.0f %.0f', fence, now))
   permits_expire(key, holders, now)
   if ARGV[5] == '1' then
-    local sent = redis.pcall('PUBLISH', channel, 'acquired ' .. ARGV[4])
+    local sent = events_pcall(channel, 'acquired ' .. ARGV[4])
     if type(sent) == 'table' then
       redis.call('ZREM', key, value)
       redis.call('HDEL', holders, value)

@@ -4,10 +4,12 @@
 -- KEYS[1] semaphore key, KEYS[2] events channel, KEYS[3] the semaphore's
 -- waiting line, KEYS[4] holders
 -- ARGV[1] value, ARGV[2] hand-off window (ms), ARGV[3] "1" to announce
--- "released" when nobody waits, ARGV[4] the number of permits
+-- "released" when nobody waits, ARGV[4] the number of permits, ARGV[5] "1"
+-- on Redis Cluster (messages on sharded pub/sub)
 -- Returns 1 when released, 0 when the value held no permit.
 local key, channel, line, holders = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value, window, permits = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
+events_sharded = ARGV[5] == '1'
 if permits_is_lock(key) then
   redis.call('ZREM', line, value)
   return 0
@@ -27,6 +29,6 @@ while count < permits do
   permits_hand_over(key, channel, line, head, now, window)
   count, handed = count + 1, true
 end
-if not handed and ARGV[3] == '1' then redis.call('PUBLISH', channel, 'released') end
+if not handed and ARGV[3] == '1' then events_publish(channel, 'released') end
 permits_expire(key, holders, now)
 return 1

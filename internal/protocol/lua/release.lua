@@ -2,9 +2,11 @@
 -- to the first waiter in line; a waiter giving up leaves the line.
 -- KEYS[1] lock key, KEYS[2] events channel, KEYS[3] waiting line
 -- ARGV[1] value, ARGV[2] hand-off window (ms), ARGV[3] "1" to announce
--- "released" when nobody waits
+-- "released" when nobody waits, ARGV[4] "1" on Redis Cluster (messages on
+-- sharded pub/sub)
 -- Returns 1 when released, 0 when the key was not ours.
 local key, channel, line = KEYS[1], KEYS[2], KEYS[3]
+events_sharded = ARGV[4] == '1'
 if redis.call('GET', key) ~= ARGV[1] then
   redis.call('ZREM', line, ARGV[1])
   return 0
@@ -14,6 +16,6 @@ if head then
   hand_over(key, channel, line, head, ARGV[2])
 else
   redis.call('DEL', key)
-  if ARGV[3] == '1' then redis.call('PUBLISH', channel, 'released') end
+  if ARGV[3] == '1' then events_publish(channel, 'released') end
 end
 return 1
