@@ -16,13 +16,16 @@ const SlotMapReload = 100 * time.Millisecond
 // sharded pub/sub (SSUBSCRIBE, Redis 7.0 and later; COMMAND INFO answers
 // nil for a command a server does not know). There the scripts publish a
 // key's messages with SPUBLISH (AcquireArgs.Sharded), and whoever listens
-// on its events channel must subscribe with SSUBSCRIBE. An error answers
-// false: classic pub/sub, as the scripts fall back to when SPUBLISH is
-// unknown (messages are hints; a missed one costs latency).
-func ShardedPubSub(ctx context.Context, c redis.UniversalClient) bool {
+// on its events channel must subscribe with SSUBSCRIBE; elsewhere the
+// scripts fall back to PUBLISH. An error means the question could not be
+// asked: the caller asks again later rather than settle on an answer.
+func ShardedPubSub(ctx context.Context, c redis.UniversalClient) (bool, error) {
 	if _, ok := c.(*redis.ClusterClient); !ok {
-		return false
+		return false, nil
 	}
 	info, err := c.Do(ctx, "COMMAND", "INFO", "SSUBSCRIBE").Slice()
-	return err == nil && len(info) == 1 && info[0] != nil
+	if err != nil {
+		return false, err
+	}
+	return len(info) == 1 && info[0] != nil, nil
 }

@@ -41,8 +41,27 @@ func (o *observer) run(ctx context.Context) {
 	defer o.expiry.Stop()
 	// On Redis Cluster the key's messages are on sharded pub/sub where the
 	// servers have it (docs/protocol.md, Messages).
-	sharded := protocol.ShardedPubSub(ctx, o.e.cfg.Client)
-	for o.watch(ctx, sharded) {
+	sharded, ok := o.shardedPubSub(ctx)
+	for ok && o.watch(ctx, sharded) {
+	}
+}
+
+// shardedPubSub asks whether the key's channel is on sharded pub/sub
+// until a probe answers, backing off as failed GETs do (the servers do not
+// answer then either); false ok when ctx ended first.
+func (o *observer) shardedPubSub(ctx context.Context) (sharded, ok bool) {
+	for {
+		sharded, err := protocol.ShardedPubSub(ctx, o.e.cfg.Client)
+		if err == nil {
+			o.retry.Reset()
+			return sharded, true
+		}
+		o.log.V(1).Info("asking whether the servers have sharded pub/sub", "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return false, false
+		case <-time.After(o.retry.Next()):
+		}
 	}
 }
 

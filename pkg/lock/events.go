@@ -20,6 +20,10 @@ import (
 // re-subscribed for every wait.
 const subscriptionLinger = 30 * time.Second
 
+// shardProbeTimeout bounds the question whether a ClusterClient's servers
+// have sharded pub/sub, whatever the waiting caller's context.
+const shardProbeTimeout = 5 * time.Second
+
 // events is a Locker's one shared subscription (one per node for Redlock,
 // where any node's message counts). Waiters for a key register here. A
 // "granted <digest>" message (a release handed the key to the waiter whose
@@ -38,15 +42,17 @@ type events struct {
 	window time.Duration
 
 	// shardable: one ClusterClient, whose channels go on sharded pub/sub
-	// when its servers have it (Redis 7.0 and later), found out once, at
-	// the first wait (sharded).
+	// when its servers have it (Redis 7.0 and later); known (under mu)
+	// once a probe answered, sharded then says which.
 	shardable bool
-	detect    sync.Once
+	known     bool
 	sharded   bool
 
-	mu   sync.Mutex
-	subs []*redis.PubSub // one per client, created with the first waiter; sharded: one per slot in use
-	// shards finds a slot's subscription in subs (sharded only).
+	mu sync.Mutex
+	// subs are the subscriptions: classic ones (one per client, indexes in
+	// classic) and sharded ones (one per slot in use, indexes in shards).
+	subs     []*redis.PubSub
+	classic  []int
 	shards   map[int]int
 	channels map[string]*channelWaiters
 	closed   bool
@@ -56,7 +62,8 @@ type events struct {
 }
 
 type channelWaiters struct {
-	// sub is the channel's subscription in events.subs when sharded.
+	// sharded: the channel is on sharded pub/sub, on subscription sub.
+	sharded   bool
 	sub       int
 	ready     chan struct{} // closed when a server confirmed the subscription
 	confirmed bool
@@ -114,14 +121,30 @@ func newEvents(clients []redis.UniversalClient, clock Clock, window time.Duratio
 		shards: map[int]int{}, channels: map[string]*channelWaiters{}}
 }
 
-// detectSharding finds out, once, whether the ClusterClient's servers have
-// sharded pub/sub (protocol.ShardedPubSub); the scripts make the same
-// choice on their own.
-func (e *events) detectSharding(ctx context.Context) {
+// shardedPubSub says whether a new channel goes on sharded pub/sub
+// (protocol.ShardedPubSub, asked until a probe answers; the scripts make
+// the same choice on their own). Until then channels go on classic pub/sub:
+// a missed message costs latency, never progress.
+func (e *events) shardedPubSub(ctx context.Context) bool {
 	if !e.shardable {
-		return
+		return false
 	}
-	e.detect.Do(func() { e.sharded = protocol.ShardedPubSub(ctx, e.clients[0]) })
+	e.mu.Lock()
+	known, sharded := e.known, e.sharded
+	e.mu.Unlock()
+	if known {
+		return sharded
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shardProbeTimeout)
+	defer cancel()
+	sharded, err := protocol.ShardedPubSub(pctx, e.clients[0])
+	if err != nil {
+		return false
+	}
+	e.mu.Lock()
+	e.known, e.sharded = true, sharded
+	e.mu.Unlock()
+	return sharded
 }
 
 // wait registers a waiter for key's channel, subscribing if needed. seen is
@@ -129,32 +152,31 @@ func (e *events) detectSharding(ctx context.Context) {
 // waiter's claim, named by "granted" messages when line is true.
 func (e *events) wait(ctx context.Context, key string, seen uint64, value string, line bool) (*waiter, error) {
 	ch := protocol.EventsChannel(key)
-	e.detectSharding(ctx)
+	sharded := e.shardedPubSub(ctx)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return nil, ErrClosed
 	}
 	if e.cancel == nil {
-		loopCtx, cancel := context.WithCancel(context.Background())
-		e.loopCtx, e.cancel = loopCtx, cancel
-		if !e.sharded {
-			for _, c := range e.clients {
-				e.startSub(c.Subscribe(loopCtx))
-			}
-		}
+		e.loopCtx, e.cancel = context.WithCancel(context.Background())
 	}
 	cw := e.channels[ch]
 	if cw == nil {
-		cw = &channelWaiters{ready: make(chan struct{}), confirmedBy: map[int]bool{}, byDigest: map[string]*waiter{}}
+		cw = &channelWaiters{sharded: sharded, ready: make(chan struct{}), confirmedBy: map[int]bool{}, byDigest: map[string]*waiter{}}
 		e.channels[ch] = cw
 		// Sent now, confirmed by the loop; a failure shows up there too.
-		if e.sharded {
+		if sharded {
 			cw.sub = e.shardSub(ch)
 			_ = e.subs[cw.sub].SSubscribe(ctx, ch)
 		} else {
-			for _, ps := range e.subs {
-				_ = ps.Subscribe(ctx, ch)
+			if e.classic == nil {
+				for _, c := range e.clients {
+					e.classic = append(e.classic, e.startSub(c.Subscribe(e.loopCtx)))
+				}
+			}
+			for _, i := range e.classic {
+				_ = e.subs[i].Subscribe(ctx, ch)
 			}
 		}
 	}
@@ -277,12 +299,12 @@ func (e *events) expire(ch string, cw *channelWaiters) {
 		return
 	}
 	delete(e.channels, ch)
-	if e.sharded {
+	if cw.sharded {
 		_ = e.subs[cw.sub].SUnsubscribe(context.Background(), ch)
 		return
 	}
-	for _, ps := range e.subs {
-		_ = ps.Unsubscribe(context.Background(), ch)
+	for _, i := range e.classic {
+		_ = e.subs[i].Unsubscribe(context.Background(), ch)
 	}
 }
 
@@ -302,7 +324,7 @@ func (e *events) loop(ctx context.Context, sub int, ps *redis.PubSub) {
 			if ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
 				return
 			}
-			if e.sharded && redis.HasErrorPrefix(err, "MOVED") {
+			if e.shardable && redis.HasErrorPrefix(err, "MOVED") {
 				// A subscription made while the slot map was stale.
 				e.resubscribe(sub)
 				continue
@@ -383,7 +405,7 @@ func (e *events) confirm(sub int, ch string) {
 func (e *events) moved(sub int, ch string) {
 	e.mu.Lock()
 	cw := e.channels[ch]
-	ours := cw == nil || e.closed || cw.sub != sub
+	ours := cw == nil || e.closed || !cw.sharded || cw.sub != sub
 	e.mu.Unlock()
 	if !ours {
 		e.resubscribe(sub)
@@ -409,7 +431,7 @@ func (e *events) resubscribe(sub int) {
 			}
 		}
 		for ch, cw := range e.channels {
-			if cw.sub != sub {
+			if !cw.sharded || cw.sub != sub {
 				continue
 			}
 			cw.sub = e.shardSub(ch)
