@@ -41,8 +41,9 @@ func (o *observer) run(ctx context.Context) {
 	defer o.expiry.Stop()
 	// On Redis Cluster the key's messages are on sharded pub/sub where the
 	// servers have it (docs/protocol.md, Messages).
-	sharded, ok := o.shardedPubSub(ctx)
-	for ok && o.watch(ctx, sharded) {
+	sharded, again := o.shardedPubSub(ctx)
+	for again {
+		again = o.watch(ctx, sharded) // true: the slot moved, subscribe again
 	}
 }
 
