@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/redlease/redlease/api/v1alpha1"
@@ -44,12 +45,17 @@ func TestGuardReachesReplicas(t *testing.T) {
 	settledOn("1", all...)
 
 	for _, n := range []int32{2, 1} {
-		var dl v1alpha1.DistributedLock
-		if err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "guarded"}, &dl); err != nil {
-			t.Fatal(err)
-		}
-		dl.Spec.Safety.MinReplicasToWrite = n
-		if err := h.c.Update(ctx, &dl); err != nil {
+		// The controller's status writes race the update: read again on a
+		// conflict.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var dl v1alpha1.DistributedLock
+			if err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "guarded"}, &dl); err != nil {
+				return err
+			}
+			dl.Spec.Safety.MinReplicasToWrite = n
+			return h.c.Update(ctx, &dl)
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		settledOn(fmt.Sprint(n), all...)
