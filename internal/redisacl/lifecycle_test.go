@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -365,17 +366,28 @@ func waitSubscribed(ctx context.Context, t *testing.T, nodes []*redistest.Server
 // exercisePubSub sends what the library's subscription loop sends only on
 // timers too slow for a test — PING on a subscription idle for a minute,
 // UNSUBSCRIBE after a channel's 30 s linger — and a plain PING (sent before
-// giving back an attempt whose outcome is unknown).
+// giving back an attempt whose outcome is unknown); on Redis Cluster the
+// same on sharded pub/sub too, which the library uses there.
 func exercisePubSub(ctx context.Context, t *testing.T, c redis.UniversalClient) {
 	t.Helper()
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Errorf("PING: %v", err)
 	}
 	ch := protocol.EventsChannel(tenantKey)
-	ps := c.Subscribe(ctx, ch)
+	exerciseSubscription(ctx, t, c.Subscribe(ctx, ch), ch, "UNSUBSCRIBE", (*redis.PubSub).Unsubscribe)
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		exerciseSubscription(ctx, t, cc.SSubscribe(ctx, ch), ch, "SUNSUBSCRIBE", (*redis.PubSub).SUnsubscribe)
+	}
+}
+
+// exerciseSubscription confirms ps's subscription to ch, PINGs on it and
+// leaves ch with unsubscribe (the command named unsub).
+func exerciseSubscription(ctx context.Context, t *testing.T, ps *redis.PubSub, ch, unsub string,
+	unsubscribe func(*redis.PubSub, context.Context, ...string) error) {
+	t.Helper()
 	defer func() { _ = ps.Close() }()
 	if _, err := ps.Receive(ctx); err != nil {
-		t.Fatalf("SUBSCRIBE %s: %v", ch, err)
+		t.Fatalf("subscribing to %s: %v", ch, err)
 	}
 	if err := ps.Ping(ctx); err != nil {
 		t.Fatalf("PING on the subscription: %v", err)
@@ -385,43 +397,12 @@ func exercisePubSub(ctx context.Context, t *testing.T, c redis.UniversalClient) 
 	} else if _, ok := msg.(*redis.Pong); !ok {
 		t.Errorf("PING on the subscription: got %T %v", msg, msg)
 	}
-	if err := ps.Unsubscribe(ctx, ch); err != nil {
-		t.Fatalf("UNSUBSCRIBE %s: %v", ch, err)
+	if err := unsubscribe(ps, ctx, ch); err != nil {
+		t.Fatalf("%s %s: %v", unsub, ch, err)
 	}
 	if msg, err := ps.Receive(ctx); err != nil {
-		t.Errorf("UNSUBSCRIBE %s: %v", ch, err)
-	} else if s, ok := msg.(*redis.Subscription); !ok || s.Kind != "unsubscribe" {
-		t.Errorf("UNSUBSCRIBE %s: got %T %v", ch, msg, msg)
-	}
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		exerciseShardedPubSub(ctx, t, cc, ch)
-	}
-}
-
-// exerciseShardedPubSub does the same on sharded pub/sub, which the
-// library uses on Redis Cluster: PING on an idle subscription, SUNSUBSCRIBE
-// after the linger.
-func exerciseShardedPubSub(ctx context.Context, t *testing.T, c *redis.ClusterClient, ch string) {
-	t.Helper()
-	ps := c.SSubscribe(ctx, ch)
-	defer func() { _ = ps.Close() }()
-	if _, err := ps.Receive(ctx); err != nil {
-		t.Fatalf("SSUBSCRIBE %s: %v", ch, err)
-	}
-	if err := ps.Ping(ctx); err != nil {
-		t.Fatalf("PING on the sharded subscription: %v", err)
-	}
-	if msg, err := ps.Receive(ctx); err != nil {
-		t.Errorf("PING on the sharded subscription: %v", err)
-	} else if _, ok := msg.(*redis.Pong); !ok {
-		t.Errorf("PING on the sharded subscription: got %T %v", msg, msg)
-	}
-	if err := ps.SUnsubscribe(ctx, ch); err != nil {
-		t.Fatalf("SUNSUBSCRIBE %s: %v", ch, err)
-	}
-	if msg, err := ps.Receive(ctx); err != nil {
-		t.Errorf("SUNSUBSCRIBE %s: %v", ch, err)
-	} else if s, ok := msg.(*redis.Subscription); !ok || s.Kind != "sunsubscribe" {
-		t.Errorf("SUNSUBSCRIBE %s: got %T %v", ch, msg, msg)
+		t.Errorf("%s %s: %v", unsub, ch, err)
+	} else if s, ok := msg.(*redis.Subscription); !ok || s.Kind != strings.ToLower(unsub) {
+		t.Errorf("%s %s: got %T %v", unsub, ch, msg, msg)
 	}
 }
