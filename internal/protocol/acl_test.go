@@ -127,8 +127,10 @@ func TestTenantPatternsCoverDerivedNames(t *testing.T) {
 				t.Errorf("key %q: allowed %v, want %v", name, got, tt.ours)
 			}
 		}
-		if ch := protocol.EventsChannel(tt.key); matches(channelPrefixes, ch) != tt.ours {
-			t.Errorf("channel %q: allowed %v, want %v", ch, !tt.ours, tt.ours)
+		for _, ch := range []string{protocol.EventsChannel(tt.key), protocol.WaiterChannel(tt.key, "pod-1:7")} {
+			if matches(channelPrefixes, ch) != tt.ours {
+				t.Errorf("channel %q: allowed %v, want %v", ch, !tt.ours, tt.ours)
+			}
 		}
 	}
 }

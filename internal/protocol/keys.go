@@ -23,6 +23,13 @@ func FenceKey(key string) string { return derivedKey(key, "fence") }
 // "released", "granted <digest> [<digest>]" (ValueDigest).
 func EventsChannel(key string) string { return derivedKey(key, "events") }
 
+// WaiterChannel is where the processes of identity hear the hand-offs of
+// lock key K to their waiters: EventsChannel(K) + "@" + identity, in K's
+// slot. A release tells the chosen waiter (and the next) there, and falls
+// back to EventsChannel(K) when nobody was subscribed, so only the
+// processes concerned wake.
+func WaiterChannel(key, identity string) string { return EventsChannel(key) + "@" + identity }
+
 // LineKey is the waiting line of lock key K ("{K}:line", same rule): a
 // sorted set of waiters' values by arrival.
 func LineKey(key string) string { return derivedKey(key, "line") }

@@ -25,6 +25,9 @@ func TestDerivedKeysShareTheLockKeysSlot(t *testing.T) {
 		if got := protocol.EventsChannel(tt.key); got != tt.events {
 			t.Errorf("EventsChannel(%q) = %q, want %q", tt.key, got, tt.events)
 		}
+		if got, want := protocol.WaiterChannel(tt.key, "pod-a:7"), tt.events+"@pod-a:7"; got != want {
+			t.Errorf("WaiterChannel(%q) = %q, want %q", tt.key, got, want)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"context"
 	_ "embed"
+	"slices"
 	"testing"
 	"time"
 
@@ -191,6 +192,64 @@ func TestTheLineOnTheServer(t *testing.T) {
 	expect(t, ok, true, "acquire of the free key")
 	if pttl := s.c.PTTL(s.ctx, key).Val(); pttl < 9*time.Second {
 		t.Fatalf("PTTL after the acquisition = %v, want the 10s TTL", pttl)
+	}
+}
+
+// A hand-off is told on the waiter channels of the chosen waiter and of the
+// one now first in line, so only their processes wake; it goes on the
+// events channel, which every waiting process hears, only when one of them
+// had no subscriber there: a waiter of protocol 2 (which listens on the
+// events channel only, so it still hears its hand-off during a rolling
+// upgrade), or one whose process died.
+func TestAHandOffIsToldOnlyToTheWaitersItConcerns(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		listening []string // identities subscribed to their waiter channels
+		told      []string // of those, the ones told there
+		broadcast bool
+	}{
+		{"both waiters listen", []string{"next:1", "last:1"}, []string{"next:1", "last:1"}, false},
+		{"the next waiter is of protocol 2", []string{"next:1"}, []string{"next:1"}, true},
+		// The others hear it on the events channel, which a waiter of
+		// protocol 3 subscribes to as well.
+		{"the chosen waiter died", []string{"last:1"}, nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newServer(t)
+			key := "told"
+			holder, next, last := value(t, "holder:1"), value(t, "next:1"), value(t, "last:1")
+			for i, v := range []string{holder, next, last} {
+				ok, _ := s.take(key, v, false)
+				expect(t, ok, i == 0, "acquire")
+			}
+			channels := []string{protocol.EventsChannel(key)}
+			for _, id := range tt.listening {
+				channels = append(channels, protocol.WaiterChannel(key, id))
+			}
+			ps := s.c.Subscribe(s.ctx, channels...)
+			defer func() { _ = ps.Close() }()
+			for range channels {
+				_, err := ps.Receive(s.ctx)
+				s.must(err)
+			}
+			expect(t, s.give(key, holder, time.Second), true, "release")
+			want := "granted " + protocol.ValueDigest(next) + " " + protocol.ValueDigest(last)
+			got := map[string]bool{}
+			for {
+				ctx, cancel := context.WithTimeout(s.ctx, 200*time.Millisecond)
+				msg, err := ps.ReceiveMessage(ctx)
+				cancel()
+				if err != nil {
+					break // nothing more within 200 ms
+				}
+				expect(t, msg.Payload, want, "message on "+msg.Channel)
+				got[msg.Channel] = true
+			}
+			for _, id := range tt.listening {
+				expect(t, got[protocol.WaiterChannel(key, id)], slices.Contains(tt.told, id), "told on "+id+"'s waiter channel")
+			}
+			expect(t, got[protocol.EventsChannel(key)], tt.broadcast, "told on the events channel")
+		})
 	}
 }
 

@@ -27,8 +27,10 @@ const shardProbeTimeout = 5 * time.Second
 // events is a Locker's one shared subscription (one per node for Redlock,
 // where any node's message counts). Waiters for a key register here. A
 // "granted <digest>" message (a release handed the key to the waiter whose
-// value has that digest) wakes that waiter only, whichever process it is
-// in; a "released" message (no line, or a protocol-1 client) wakes the
+// value has that digest) wakes that waiter only; it comes on the key's
+// waiter channel of this Locker's identity (protocol.WaiterChannel), so
+// other processes do not even wake to read it, or on the events channel
+// when the release found nobody there. A "released" message (no line, or a protocol-1 client) wakes the
 // oldest local waiter (FIFO), so a release does not stampede every
 // goroutine of the process at Redis. Messages are hints: a waiter also
 // sleeps until the holder's TTL runs out, so a lost message costs latency,
@@ -36,6 +38,9 @@ const shardProbeTimeout = 5 * time.Second
 type events struct {
 	clients []redis.UniversalClient
 	clock   Clock
+	// identity names this Locker's waiter channels.
+	identity string
+	metrics  *metrics
 	// window is the hand-off window: when a hand-off is followed by
 	// nothing within it (the chosen waiter may have died), the waiter
 	// first in line looks again.
@@ -61,15 +66,21 @@ type events struct {
 	loops    sync.WaitGroup
 }
 
+// channelWaiters are the waiters for one key, under the key's events
+// channel and, with a waiting line, this Locker's waiter channel of the key
+// too (names; events.channels has the entry under both).
 type channelWaiters struct {
-	// sharded: the channel is on sharded pub/sub, on subscription sub.
-	sharded   bool
-	sub       int
-	ready     chan struct{} // closed when a server confirmed the subscription
+	names []string
+	// sharded: the channels are on sharded pub/sub, on subscription sub
+	// (one key's channels share its slot).
+	sharded bool
+	sub     int
+	ready   chan struct{} // closed when a server confirmed every name
+	// confirmed: every name was confirmed by a subscription.
 	confirmed bool
 	// confirmedBy holds the subscriptions (by index in events.subs) that
-	// confirmed the channel: one confirming again has reconnected.
-	confirmedBy map[int]bool
+	// confirmed each name: one confirming again has reconnected.
+	confirmedBy map[subscribed]bool
 	// releases counts "released" and "granted" messages seen, so a waiter
 	// can tell whether one arrived between its failed attempt and its
 	// registration.
@@ -85,6 +96,12 @@ type channelWaiters struct {
 	// unconfirmed fires when a key handed to another process's waiter
 	// was followed by no other message within the hand-off window.
 	unconfirmed Timer
+}
+
+// subscribed is one subscription's confirmation of one channel.
+type subscribed struct {
+	sub int
+	ch  string
 }
 
 // waiter is one Acquire call waiting for a key.
@@ -115,9 +132,9 @@ func (w *waiter) spent() {
 	}
 }
 
-func newEvents(clients []redis.UniversalClient, clock Clock, window time.Duration) *events {
+func newEvents(clients []redis.UniversalClient, clock Clock, window time.Duration, identity string, m *metrics) *events {
 	_, cluster := clients[0].(*redis.ClusterClient)
-	return &events{clients: clients, clock: clock, window: window, shardable: len(clients) == 1 && cluster,
+	return &events{clients: clients, clock: clock, window: window, identity: identity, metrics: m, shardable: len(clients) == 1 && cluster,
 		shards: map[int]int{}, channels: map[string]*channelWaiters{}}
 }
 
@@ -163,22 +180,15 @@ func (e *events) wait(ctx context.Context, key string, seen uint64, value string
 	}
 	cw := e.channels[ch]
 	if cw == nil {
-		cw = &channelWaiters{sharded: sharded, ready: make(chan struct{}), confirmedBy: map[int]bool{}, byDigest: map[string]*waiter{}}
-		e.channels[ch] = cw
-		// Sent now, confirmed by the loop; a failure shows up there too.
-		if sharded {
-			cw.sub = e.shardSub(ch)
-			_ = e.subs[cw.sub].SSubscribe(ctx, ch)
-		} else {
-			if e.classic == nil {
-				for _, c := range e.clients {
-					e.classic = append(e.classic, e.startSub(c.Subscribe(e.loopCtx)))
-				}
-			}
-			for _, i := range e.classic {
-				_ = e.subs[i].Subscribe(ctx, ch)
-			}
+		cw = &channelWaiters{names: []string{ch}, sharded: sharded, ready: make(chan struct{}),
+			confirmedBy: map[subscribed]bool{}, byDigest: map[string]*waiter{}}
+		if line {
+			cw.names = append(cw.names, protocol.WaiterChannel(key, e.identity))
 		}
+		for _, name := range cw.names {
+			e.channels[name] = cw
+		}
+		e.subscribe(ctx, cw)
 	}
 	if cw.idle != nil {
 		cw.idle.Stop()
@@ -196,6 +206,24 @@ func (e *events) wait(ctx context.Context, key string, seen uint64, value string
 		w.retry = !cw.confirmed || cw.releases != seen
 	}
 	return w, nil
+}
+
+// subscribe sends cw's subscriptions, confirmed by the loop (a failure
+// shows up there too); e.mu held.
+func (e *events) subscribe(ctx context.Context, cw *channelWaiters) {
+	if cw.sharded {
+		cw.sub = e.shardSub(cw.names[0])
+		_ = e.subs[cw.sub].SSubscribe(ctx, cw.names...)
+		return
+	}
+	if e.classic == nil {
+		for _, c := range e.clients {
+			e.classic = append(e.classic, e.startSub(c.Subscribe(e.loopCtx)))
+		}
+	}
+	for _, i := range e.classic {
+		_ = e.subs[i].Subscribe(ctx, cw.names...)
+	}
 }
 
 // startSub adds ps to the subscriptions and starts its loop; e.mu held.
@@ -298,13 +326,15 @@ func (e *events) expire(ch string, cw *channelWaiters) {
 	if e.closed || e.channels[ch] != cw || len(cw.queue) > 0 {
 		return
 	}
-	delete(e.channels, ch)
+	for _, name := range cw.names {
+		delete(e.channels, name)
+	}
 	if cw.sharded {
-		_ = e.subs[cw.sub].SUnsubscribe(context.Background(), ch)
+		_ = e.subs[cw.sub].SUnsubscribe(context.Background(), cw.names...)
 		return
 	}
 	for _, i := range e.classic {
-		_ = e.subs[i].Unsubscribe(context.Background(), ch)
+		_ = e.subs[i].Unsubscribe(context.Background(), cw.names...)
 	}
 }
 
@@ -349,14 +379,18 @@ func (e *events) loop(ctx context.Context, sub int, ps *redis.PubSub) {
 				e.moved(sub, m.Channel)
 			}
 		case *redis.Message:
-			switch {
-			case strings.HasPrefix(m.Payload, "released"):
+			kind, rest, _ := strings.Cut(m.Payload, " ")
+			switch kind {
+			case "released":
 				e.released(m.Channel)
-			case strings.HasPrefix(m.Payload, "granted "):
-				e.granted(m.Channel, strings.TrimPrefix(m.Payload, "granted "))
-			case strings.HasPrefix(m.Payload, "acquired "):
+			case "granted":
+				e.granted(m.Channel, rest)
+			case "acquired":
 				e.taken(m.Channel)
+			default:
+				continue
 			}
+			e.metrics.messages.WithLabelValues(kind).Inc()
 		}
 	}
 }
@@ -374,11 +408,11 @@ func (e *events) pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// confirm handles a server's confirmation of a subscription (sub is the
-// subscription's index). A second confirmation from the same subscription
-// means go-redis reconnected and subscribed again: a release may have been
-// published while the connection was down, so the channel's oldest waiter
-// is woken to look (one, not a herd).
+// confirm handles a server's confirmation of a subscription to ch (sub is
+// the subscription's index). A second confirmation from the same
+// subscription means go-redis reconnected and subscribed again: a release
+// may have been published while the connection was down, so the channel's
+// oldest waiter is woken to look (one, not a herd).
 func (e *events) confirm(sub int, ch string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -386,16 +420,27 @@ func (e *events) confirm(sub int, ch string) {
 	if cw == nil {
 		return
 	}
-	if cw.confirmedBy[sub] {
+	if cw.confirmedBy[subscribed{sub, ch}] {
 		cw.releases++ // a waiter between attempt and registration retries too
 		wakeOldest(cw)
 		return
 	}
-	cw.confirmedBy[sub] = true
-	if !cw.confirmed {
+	cw.confirmedBy[subscribed{sub, ch}] = true
+	if !cw.confirmed && cw.everyNameConfirmed() {
 		cw.confirmed = true
 		close(cw.ready)
 	}
+}
+
+// everyNameConfirmed: each of cw's channels was confirmed by some
+// subscription (on Redlock, one node's is enough: any node's message
+// counts).
+func (cw *channelWaiters) everyNameConfirmed() bool {
+	confirmed := map[string]bool{}
+	for s := range cw.confirmedBy {
+		confirmed[s.ch] = true
+	}
+	return len(confirmed) == len(cw.names)
 }
 
 // moved handles a sunsubscribe: ours after a channel expired (it is gone
@@ -431,11 +476,10 @@ func (e *events) resubscribe(sub int) {
 			}
 		}
 		for ch, cw := range e.channels {
-			if !cw.sharded || cw.sub != sub {
+			if !cw.sharded || cw.sub != sub || ch != cw.names[0] { // each key once
 				continue
 			}
-			cw.sub = e.shardSub(ch)
-			_ = e.subs[cw.sub].SSubscribe(e.loopCtx, ch)
+			e.subscribe(e.loopCtx, cw)
 			cw.releases++
 			wakeOldest(cw)
 		}

@@ -61,7 +61,7 @@ func newLocker(cfg config, b backend) (*Locker, error) {
 	l := &Locker{
 		cfg:     cfg,
 		backend: b,
-		events:  newEvents(b.subscribers(), cfg.clock, cfg.handoffWindow()),
+		events:  newEvents(b.subscribers(), cfg.clock, cfg.handoffWindow(), cfg.identity, m),
 		metrics: m,
 		leases:  map[*Lease]struct{}{},
 		closing: make(chan struct{}),

@@ -16,6 +16,7 @@ type metrics struct {
 	renewals       *prometheus.CounterVec // result
 	lost           *prometheus.CounterVec // reason
 	keysWithoutTTL prometheus.Counter
+	messages       *prometheus.CounterVec // kind
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
@@ -46,6 +47,10 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Name: "redlease_lock_keys_without_ttl_total",
 			Help: "Acquire calls that found their key held without a TTL (not written by redlease): they back off until it is deleted.",
 		}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redlease_lock_messages_received_total",
+			Help: "Messages received on the keys' events and waiter channels, by kind (granted, released, acquired): each woke this process.",
+		}, []string{"kind"}),
 	}
 	if r == nil {
 		return m, nil
@@ -57,6 +62,7 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 	m.renewals = register(r, m.renewals, &err)
 	m.lost = register(r, m.lost, &err)
 	m.keysWithoutTTL = register(r, m.keysWithoutTTL, &err)
+	m.messages = register(r, m.messages, &err)
 	return m, err
 }
 

@@ -95,6 +95,25 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels ..
 	return 0
 }
 
+// counterSum adds up every series of a counter in reg (0 when none was
+// ever counted).
+func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
 // A waiter that was woken by a release and then gave up before trying
 // (its context ended) passes the wake-up on: the next waiter of the same
 // Locker takes the lock at once instead of sleeping out the holder's TTL.

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,7 +22,12 @@ type machine struct {
 	Go         string
 	Redis      string
 	LoadStart  string
-	Versions   map[string]string // module path → version of the peers and go-redis
+	// Round trips to Redis (PING), back to back and after an idle
+	// millisecond: a virtual machine whose cores sleep when idle pays the
+	// difference on every round trip that follows a wait, which event-driven
+	// waiting does and busy polling does not.
+	PingBusy, PingIdle bench.Latency
+	Versions           map[string]string // module path → version of the peers and go-redis
 }
 
 func describeMachine() machine {
@@ -72,6 +78,31 @@ func loadAverage() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// pings measures PING round trips on c: back to back, and each after
+// idle of sleep.
+func pings(ctx context.Context, c *redis.Client, idle time.Duration) (busy, afterIdle bench.Latency, err error) {
+	const n = 500
+	measure := func(sleep time.Duration) (bench.Latency, error) {
+		d := make([]time.Duration, 0, n)
+		for range n {
+			if sleep > 0 {
+				time.Sleep(sleep)
+			}
+			t0 := time.Now()
+			if err := c.Ping(ctx).Err(); err != nil {
+				return bench.Latency{}, err
+			}
+			d = append(d, time.Since(t0))
+		}
+		return bench.Summarize(d), nil
+	}
+	if busy, err = measure(0); err != nil {
+		return busy, afterIdle, err
+	}
+	afterIdle, err = measure(idle)
+	return busy, afterIdle, err
 }
 
 func redisVersion(ctx context.Context, srv *bench.Server, c *redis.Client) string {

@@ -204,6 +204,9 @@ func run(ctx context.Context, s settings, plotDir, reportPath string) error {
 	admin := srv.Client(2)
 	defer func() { _ = admin.Close() }()
 	res.machine.Redis = redisVersion(ctx, srv, admin)
+	if res.machine.PingBusy, res.machine.PingIdle, err = pings(ctx, admin, s.hold); err != nil {
+		return err
+	}
 
 	var clients []*redis.Client
 	defer func() {
@@ -395,7 +398,7 @@ func runProcesses(ctx context.Context, s settings, cnt *counter, addr string) ([
 			for i, lib := range libs {
 				progress("processes: %s, %d processes, round %d/%d", lib.Name, n, round+1, s.rounds)
 				r, c, err := cnt.measure(ctx, func() (bench.Run, error) {
-					return bench.Processes(ctx, exe, lib.Name, addr, n, s.hold, s.ttl, 2*s.contended, fmt.Sprintf("procs:%d:%d:%d", i, n, round))
+					return bench.Processes(ctx, exe, lib.Name, addr, n, s.hold, s.ttl, s.processRound(n), fmt.Sprintf("procs:%d:%d:%d", i, n, round))
 				})
 				if err != nil {
 					return nil, err
@@ -419,6 +422,20 @@ func runProcesses(ctx context.Context, s settings, cnt *counter, addr string) ([
 		}
 	}
 	return rows, nil
+}
+
+// processRound is how long a processes round with n workers lasts: 2
+// contended rounds, and at least turnsPerProcess turns of every worker at
+// about 4 ms a hand-off (the 64-process rate), so that fairness, the fewest
+// over the most acquisitions, measures the order of the turns and not the
+// one turn a round's end cuts off (with 7 turns each, a perfect queue reads
+// 7/8).
+func (s settings) processRound(n int) time.Duration {
+	const turnsPerProcess, perTurn = 25, 4 * time.Millisecond
+	if s.quick {
+		return 2 * s.contended
+	}
+	return max(2*s.contended, time.Duration(n*turnsPerProcess)*perTurn)
 }
 
 func runRedlock(ctx context.Context, s settings) ([]row, error) {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,6 +104,8 @@ func renderReport(res *results) string {
 	fmt.Fprintf(&b, "- Go %s; Redis %s (redis-server on 127.0.0.1, `--save \"\" --appendonly no`, one server for every library)\n", m.Go, m.Redis)
 	fmt.Fprintf(&b, "- Libraries: redlease (this tree), redsync %s, redislock %s, all on go-redis %s with pool size %d\n",
 		m.Versions["github.com/go-redsync/redsync/v4"], m.Versions["github.com/bsm/redislock"], m.Versions["github.com/redis/go-redis/v9"], s.poolSize)
+	fmt.Fprintf(&b, "- Round trip to Redis (PING) p50: %v back to back, %v after %v idle (p99 %v and %v): the wake-up of an idle core, paid by every round trip that follows a wait\n",
+		fmtDur(m.PingBusy.P50), fmtDur(m.PingIdle.P50), s.hold, fmtDur(m.PingBusy.P99), fmtDur(m.PingIdle.P99))
 	fmt.Fprintf(&b, "- Load average (1/5/15 min): %s at start, %s at end; run took %v\n", m.LoadStart, res.loadEnd, res.elapsed.Round(time.Second))
 	fmt.Fprintf(&b, "- Mode: %s; %d interleaved round(s) per scenario (every library runs once per round, so noise lands on all of them)\n\n", mode, s.rounds)
 
@@ -238,11 +241,12 @@ func writeHandoff(b *strings.Builder, res *results) {
 
 func writeProcesses(b *strings.Builder, res *results) {
 	s := res.settings
+	most := slices.Max(s.processes)
 	fmt.Fprintf(b, "### Contended hand-off between processes\n\n")
 	fmt.Fprintf(b, "As in a cluster, where the contenders are pods: N separate worker processes (this binary re-executed), each with its own go-redis client "+
-		"and its own Locker (or peer handle), take turns on one key, holding it %v each time, for %v per round. "+
+		"and its own Locker (or peer handle), take turns on one key, holding it %v each time, for %v per round (%v at %d processes: about 25 turns each). "+
 		"Times are read from CLOCK_MONOTONIC, one clock for every process on the machine; the columns are those of the hand-off table above. "+
-		"Peers run with the tuning that did best in the in-process hand-off (1 ms retries).\n\n", s.hold, 2*s.contended)
+		"Peers run with the tuning that did best in the in-process hand-off (1 ms retries).\n\n", s.hold, s.processRound(0), s.processRound(most), most)
 	writeContended(b, res.processes, handoffFloor(res), "processes", "process")
 }
 

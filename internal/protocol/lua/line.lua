@@ -40,17 +40,34 @@ local function line_join(line, value, keep)
   redis.call('PEXPIRE', line, keep)
 end
 
+-- line_tell publishes msg for waiter on its process's channel, the events
+-- channel followed by '@' and the identity in waiter's value, so that only
+-- the processes of that identity wake. True when a subscriber received it;
+-- false when none did (a waiter of protocol 2, which listens on the events
+-- channel only; a process that died; a value of another format).
+local function line_tell(channel, waiter, msg)
+  local identity = string.match(waiter, '^(.+)/')
+  if not identity then return false end
+  return events_publish(channel .. '@' .. identity, msg) > 0
+end
+
 -- line_grant tells head, a waiter just taken off the head of the line and
--- handed the key (or a permit), on the events channel by the SHA-1 of its
--- value (the value is the ownership proof and is never published), naming
--- the waiter now first in line too, whose process looks again if the
--- hand-off goes unconfirmed. The waiter's lease starts only when it
+-- handed the key (or a permit), by the SHA-1 of its value (the value is
+-- the ownership proof and is never published), naming the waiter now first
+-- in line too, whose process looks again if the hand-off goes unconfirmed.
+-- The message goes to the two waiters' processes (line_tell); when either
+-- had no subscriber there, it goes on the events channel instead, where
+-- every waiting process hears it. The waiter's lease starts only when it
 -- confirms with an acquire of its own.
 local function line_grant(channel, line, head)
   local msg = 'granted ' .. redis.sha1hex(head)
   local next = redis.call('ZRANGE', line, 0, 0)[1]
   if next then msg = msg .. ' ' .. redis.sha1hex(next) end
-  events_publish(channel, msg)
+  local told = line_tell(channel, head, msg)
+  if told and next and string.match(next, '^(.+)/') ~= string.match(head, '^(.+)/') then
+    told = line_tell(channel, next, msg)
+  end
+  if not told then events_publish(channel, msg) end
 end
 
 -- hand_over gives the free lock key to head for window ms, and tells it.
