@@ -228,8 +228,7 @@ func Held(ctx context.Context, srv *Server, admin *redis.Client, h *Holder, n in
 	// The first INFO is counted in the second snapshot.
 	res.Commands = infoInt(info1, "total_commands_processed") - infoInt(info0, "total_commands_processed") - 1
 	res.Scripts = scriptCalls(info1) - scriptCalls(info0)
-	res.RedisCPU = infoSeconds(info1, "used_cpu_user") + infoSeconds(info1, "used_cpu_sys") -
-		infoSeconds(info0, "used_cpu_user") - infoSeconds(info0, "used_cpu_sys")
+	res.RedisCPU = redisCPU(info1) - redisCPU(info0)
 	res.Lost = h.lost()
 	return res, nil
 }
@@ -258,18 +257,36 @@ func scriptCalls(info map[string]string) int64 {
 	return n
 }
 
-// CommandsProcessed sums total_commands_processed over servers (one admin
-// client per server). Each call is itself counted by the next one.
-func CommandsProcessed(ctx context.Context, srvs []*Server, admins []*redis.Client) (int64, error) {
-	var n int64
+// Load is what Redis servers did: the commands they processed (those
+// scripts ran included) and redis-server's CPU time (user and system).
+type Load struct {
+	Commands int64
+	CPU      time.Duration
+}
+
+// Add is l and o together.
+func (l Load) Add(o Load) Load { return Load{l.Commands + o.Commands, l.CPU + o.CPU} }
+
+// Sub is l less o.
+func (l Load) Sub(o Load) Load { return Load{l.Commands - o.Commands, l.CPU - o.CPU} }
+
+// ServerLoad sums the servers' load so far (one INFO per server, on
+// admins[i], which counts as one command).
+func ServerLoad(ctx context.Context, srvs []*Server, admins []*redis.Client) (Load, error) {
+	var l Load
 	for i, s := range srvs {
-		info, err := s.Info(ctx, admins[i], "stats")
+		info, err := s.Info(ctx, admins[i], "stats", "cpu")
 		if err != nil {
-			return 0, err
+			return Load{}, err
 		}
-		n += infoInt(info, "total_commands_processed")
+		l.Commands += infoInt(info, "total_commands_processed")
+		l.CPU += redisCPU(info)
 	}
-	return n, nil
+	return l, nil
+}
+
+func redisCPU(info map[string]string) time.Duration {
+	return infoSeconds(info, "used_cpu_user") + infoSeconds(info, "used_cpu_sys")
 }
 
 func infoInt(m map[string]string, k string) int64 {

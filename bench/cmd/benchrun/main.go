@@ -144,19 +144,29 @@ type row struct {
 	Run                  bench.Run
 	Lat                  bench.Latency
 	Cross                bench.Latency // contended: hand-offs to another worker
-	Commands             int64         // Redis commands processed during the runs (commands run by scripts included)
+	Load                 bench.Load    // what Redis did during the runs (commands run by scripts included)
 }
 
-// CommandsPerOp is Redis commands per acquire+release cycle.
+// CommandsPerOp is Redis commands per acquire+release cycle (or per
+// acquisition, contended).
 func (r row) CommandsPerOp() float64 {
 	if r.Run.Ops == 0 {
 		return 0
 	}
-	return float64(r.Commands) / float64(r.Run.Ops)
+	return float64(r.Load.Commands) / float64(r.Run.Ops)
 }
 
-// counter reads the servers' total_commands_processed, so each run can be
-// charged the Redis commands it caused.
+// CPUPerOp is redis-server's CPU time per cycle (or acquisition): the load
+// a library puts on the server, network handling and scripts included.
+func (r row) CPUPerOp() time.Duration {
+	if r.Run.Ops == 0 {
+		return 0
+	}
+	return r.Load.CPU / time.Duration(r.Run.Ops)
+}
+
+// counter reads the servers' load, so each run can be charged the Redis
+// commands and CPU it caused.
 type counter struct {
 	srvs   []*bench.Server
 	admins []*redis.Client
@@ -176,22 +186,24 @@ func (c *counter) close() {
 	}
 }
 
-// measure runs f and returns the commands the servers processed meanwhile,
-// less the INFO calls that counted them.
-func (c *counter) measure(ctx context.Context, f func() (bench.Run, error)) (bench.Run, int64, error) {
-	n0, err := bench.CommandsProcessed(ctx, c.srvs, c.admins)
+// measure runs f and returns the load the servers had meanwhile, less the
+// INFO calls that measured it.
+func (c *counter) measure(ctx context.Context, f func() (bench.Run, error)) (bench.Run, bench.Load, error) {
+	l0, err := bench.ServerLoad(ctx, c.srvs, c.admins)
 	if err != nil {
-		return bench.Run{}, 0, err
+		return bench.Run{}, bench.Load{}, err
 	}
 	r, err := f()
 	if err != nil {
-		return r, 0, err
+		return r, bench.Load{}, err
 	}
-	n1, err := bench.CommandsProcessed(ctx, c.srvs, c.admins)
+	l1, err := bench.ServerLoad(ctx, c.srvs, c.admins)
 	if err != nil {
-		return r, 0, err
+		return r, bench.Load{}, err
 	}
-	return r, n1 - n0 - int64(len(c.srvs)), nil
+	l := l1.Sub(l0)
+	l.Commands -= int64(len(c.srvs))
+	return r, l, nil
 }
 
 func run(ctx context.Context, s settings, plotDir, reportPath string) error {
@@ -308,7 +320,7 @@ func runLatency(ctx context.Context, s settings, cnt *counter, scenario string, 
 		}
 	}
 	runs := map[[2]int]*bench.Run{}
-	cmds := map[[2]int]int64{}
+	loads := map[[2]int]bench.Load{}
 	for round := range s.rounds {
 		for _, g := range s.concurrency {
 			for i, lib := range libs {
@@ -324,7 +336,7 @@ func runLatency(ctx context.Context, s settings, cnt *counter, scenario string, 
 					runs[k] = &bench.Run{}
 				}
 				runs[k].Merge(r)
-				cmds[k] += n
+				loads[k] = loads[k].Add(n)
 			}
 		}
 	}
@@ -333,7 +345,7 @@ func runLatency(ctx context.Context, s settings, cnt *counter, scenario string, 
 		for i, lib := range libs {
 			k := [2]int{g, i}
 			r := runs[k]
-			rows = append(rows, row{Name: lib.Name, Family: lib.Family, Tuning: lib.Tuning, Level: g, Run: *r, Lat: bench.Summarize(r.Durations), Commands: cmds[k]})
+			rows = append(rows, row{Name: lib.Name, Family: lib.Family, Tuning: lib.Tuning, Level: g, Run: *r, Lat: bench.Summarize(r.Durations), Load: loads[k]})
 		}
 	}
 	return rows, nil
@@ -351,7 +363,7 @@ func runHandoff(ctx context.Context, s settings, cnt *counter, client func() *re
 		}
 	}
 	runs := map[[2]int]*bench.Run{}
-	cmds := map[[2]int]int64{}
+	loads := map[[2]int]bench.Load{}
 	for round := range s.rounds {
 		for _, w := range s.workers {
 			for i, lib := range libs {
@@ -367,7 +379,7 @@ func runHandoff(ctx context.Context, s settings, cnt *counter, client func() *re
 					runs[k] = &bench.Run{}
 				}
 				runs[k].Merge(r)
-				cmds[k] += n
+				loads[k] = loads[k].Add(n)
 			}
 		}
 	}
@@ -377,7 +389,7 @@ func runHandoff(ctx context.Context, s settings, cnt *counter, client func() *re
 			k := [2]int{w, i}
 			r := runs[k]
 			rows = append(rows, row{Name: lib.Name, Family: lib.Family, Tuning: lib.Tuning, Variant: lib.Variant, Level: w,
-				Run: *r, Lat: bench.Summarize(r.Durations), Cross: bench.Summarize(r.Cross), Commands: cmds[k]})
+				Run: *r, Lat: bench.Summarize(r.Durations), Cross: bench.Summarize(r.Cross), Load: loads[k]})
 		}
 	}
 	return rows, nil
@@ -392,7 +404,7 @@ func runProcesses(ctx context.Context, s settings, cnt *counter, addr string) ([
 	}
 	libs := bench.ProcessLibs()
 	runs := map[[2]int]*bench.Run{}
-	cmds := map[[2]int]int64{}
+	loads := map[[2]int]bench.Load{}
 	for round := range s.rounds {
 		for _, n := range s.processes {
 			for i, lib := range libs {
@@ -408,7 +420,7 @@ func runProcesses(ctx context.Context, s settings, cnt *counter, addr string) ([
 					runs[k] = &bench.Run{}
 				}
 				runs[k].Merge(r)
-				cmds[k] += c
+				loads[k] = loads[k].Add(c)
 			}
 		}
 	}
@@ -418,7 +430,7 @@ func runProcesses(ctx context.Context, s settings, cnt *counter, addr string) ([
 			k := [2]int{n, i}
 			r := runs[k]
 			rows = append(rows, row{Name: lib.Name, Family: lib.Family, Tuning: lib.Tuning, Level: n,
-				Run: *r, Lat: bench.Summarize(r.Durations), Cross: bench.Summarize(r.Cross), Commands: cmds[k]})
+				Run: *r, Lat: bench.Summarize(r.Durations), Cross: bench.Summarize(r.Cross), Load: loads[k]})
 		}
 	}
 	return rows, nil

@@ -114,6 +114,7 @@ func renderReport(res *results) string {
 	if len(res.uncontended) > 0 {
 		fmt.Fprintf(&b, "### Uncontended acquire+release\n\n")
 		fmt.Fprintf(&b, "Each goroutine locks and unlocks its own key back to back (TTL %v), for %v per round. Latency is one acquire+release cycle. "+
+			"Redis CPU/op is redis-server's CPU time (user and system, from INFO cpu) per cycle: its scripts and its network handling. "+
 			"Ratios: latency ÷ floor and ÷ best peer (lower is better), ops/s ÷ best peer (higher is better).\n\n", s.ttl, s.uncontended)
 		writeLatencyTable(&b, res.uncontended, "goroutines")
 	}
@@ -136,8 +137,8 @@ func renderReport(res *results) string {
 }
 
 func writeLatencyTable(b *strings.Builder, rows []row, levelName string) {
-	fmt.Fprintf(b, "| %s | library | p50 | p99 | ops/s | Redis cmds/op | p50 ÷ floor | p50 ÷ best peer | ops/s ÷ best peer |\n", levelName)
-	fmt.Fprintf(b, "|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b, "| %s | library | p50 | p99 | ops/s | Redis cmds/op | Redis CPU/op | p50 ÷ floor | p50 ÷ best peer | ops/s ÷ best peer |\n", levelName)
+	fmt.Fprintf(b, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, lv := range levels(rows) {
 		bp := bestPeer(rows, lv)
 		fl := floorRow(rows, lv)
@@ -149,8 +150,8 @@ func writeLatencyTable(b *strings.Builder, rows []row, levelName string) {
 			if fl != nil {
 				floorCell = ratio(float64(r.Lat.P50), float64(fl.Lat.P50))
 			}
-			fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %.1f | %s | %s | %s |\n", lv, r.Name, fmtDur(r.Lat.P50), fmtDur(r.Lat.P99),
-				fmtRate(r.Run.Throughput()), r.CommandsPerOp(), floorCell, ratio(float64(r.Lat.P50), float64(bp.p50)), ratio(r.Run.Throughput(), bp.ops))
+			fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %.1f | %s | %s | %s | %s |\n", lv, r.Name, fmtDur(r.Lat.P50), fmtDur(r.Lat.P99),
+				fmtRate(r.Run.Throughput()), r.CommandsPerOp(), fmtDur(r.CPUPerOp()), floorCell, ratio(float64(r.Lat.P50), float64(bp.p50)), ratio(r.Run.Throughput(), bp.ops))
 		}
 	}
 	b.WriteString("\n")
@@ -232,7 +233,7 @@ func writeHandoff(b *strings.Builder, res *results) {
 		"both read from one monotonic clock in this process, so its floor is one release plus one acquire round trip: "+
 		"the uncontended raw floor cycle at 1 goroutine (%s). A hand-off either goes to another worker or back to the releaser, "+
 		"which can re-acquire at once while the others sleep (polling libraries do this often: fast, but unfair); the table shows both. "+
-		"Throughput can be at most about 1/(hold + hand-off). Redis cmds/acq counts every command Redis processed (inside scripts too) per acquisition: the price of polling. "+
+		"Throughput can be at most about 1/(hold + hand-off). Redis cmds/acq counts every command Redis processed (inside scripts too) per acquisition: the price of polling; Redis CPU/acq is redis-server's CPU time per acquisition, what those commands cost it. "+
 		"Fairness is the fewest and most acquisitions of any worker (and their ratio; 1.00 is perfectly even). "+
 		"Peers appear with their defaults and with the best tuning tried (the best by throughput of each tuning group; every variant is in the table below). "+
 		"Ratios to the best peer use the best value any peer configuration reached at that worker count.\n\n", s.hold, s.contended, fmtDur(handoffFloor(res)))
@@ -253,13 +254,13 @@ func writeProcesses(b *strings.Builder, res *results) {
 // writeContended is the table of a contended scenario, levelName (and
 // one) being what the level counts: workers (worker), processes (process).
 func writeContended(b *strings.Builder, rows []row, floor time.Duration, levelName, one string) {
-	fmt.Fprintf(b, "| %s | library | hand-off p50 | p99 | to another %s: share, p50 | acquisitions/s | fairness min/max | Redis cmds/acq | p50 ÷ floor | p50 ÷ best peer | acq/s ÷ best peer |\n",
+	fmt.Fprintf(b, "| %s | library | hand-off p50 | p99 | to another %s: share, p50 | acquisitions/s | fairness min/max | Redis cmds/acq | Redis CPU/acq | p50 ÷ floor | p50 ÷ best peer | acq/s ÷ best peer |\n",
 		levelName, one)
-	fmt.Fprintf(b, "|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b, "|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range shownHandoff(rows) {
 		bp := bestPeer(rows, r.Level)
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s |\n", r.Level, r.Name, fmtDur(r.Lat.P50), fmtDur(r.Lat.P99),
-			cross(r), fmtRate(r.Run.Throughput()), fairness(r), r.CommandsPerOp(), ratio(float64(r.Lat.P50), float64(floor)),
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s | %s |\n", r.Level, r.Name, fmtDur(r.Lat.P50), fmtDur(r.Lat.P99),
+			cross(r), fmtRate(r.Run.Throughput()), fairness(r), r.CommandsPerOp(), fmtDur(r.CPUPerOp()), ratio(float64(r.Lat.P50), float64(floor)),
 			ratio(float64(r.Lat.P50), float64(bp.p50)), ratio(r.Run.Throughput(), bp.ops))
 	}
 	b.WriteString("\n")
@@ -274,10 +275,10 @@ func writeContended(b *strings.Builder, rows []row, floor time.Duration, levelNa
 		errs += r.Run.Errors
 	}
 	fmt.Fprintf(b, "\n\nMutual exclusion check: %d acquisitions in all, %d began before the previous holder had started its release (must be 0); %d lock calls failed for reasons other than the end of a round.\n\n", acq, overlaps, errs)
-	fmt.Fprintf(b, "<details><summary>every configuration</summary>\n\n| %s | library | configuration | hand-off p50 | p99 | to another: share, p50 | acquisitions/s | fairness | Redis cmds/acq | errors |\n|---:|---|---|---:|---:|---:|---:|---|---:|---:|\n", levelName)
+	fmt.Fprintf(b, "<details><summary>every configuration</summary>\n\n| %s | library | configuration | hand-off p50 | p99 | to another: share, p50 | acquisitions/s | fairness | Redis cmds/acq | Redis CPU/acq | errors |\n|---:|---|---|---:|---:|---:|---:|---|---:|---:|---:|\n", levelName)
 	for _, r := range rows {
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %.1f | %d |\n", r.Level, r.Name, r.Tuning, fmtDur(r.Lat.P50), fmtDur(r.Lat.P99),
-			cross(r), fmtRate(r.Run.Throughput()), fairness(r), r.CommandsPerOp(), r.Run.Errors)
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %.1f | %s | %d |\n", r.Level, r.Name, r.Tuning, fmtDur(r.Lat.P50), fmtDur(r.Lat.P99),
+			cross(r), fmtRate(r.Run.Throughput()), fairness(r), r.CommandsPerOp(), fmtDur(r.CPUPerOp()), r.Run.Errors)
 	}
 	b.WriteString("\n</details>\n\n")
 }
