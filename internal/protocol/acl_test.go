@@ -42,7 +42,8 @@ func TestTenantACLRulesCoverScripts(t *testing.T) {
 			t.Fatal(err)
 		}
 		calls := scriptCall.FindAllStringSubmatch(string(src), -1)
-		if len(calls) == 0 {
+		// lua/taken.lua only composes the fence's and the line's functions.
+		if len(calls) == 0 && f != filepath.Join("lua", "taken.lua") {
 			t.Errorf("%s: no redis.call found; has the calling convention changed?", f)
 		}
 		for _, m := range calls {

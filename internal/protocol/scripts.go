@@ -14,19 +14,22 @@ import (
 // The scripts are the Redis half of the protocol. go-redis runs them with
 // EVALSHA and falls back to EVAL once per server. Redis scripts cannot call
 // one another, so the pieces two scripts share (the fence, the waiting
-// line) are Lua functions prepended to each: one definition, two scripts.
+// line, finishing an acquisition) are Lua functions prepended to each: one
+// definition, two scripts.
 var (
 	//go:embed lua/fence.lua
 	fenceSrc string
 	//go:embed lua/line.lua
 	lineSrc string
+	//go:embed lua/taken.lua
+	takenSrc string
 
 	//go:embed lua/acquire.lua
 	acquireSrc string
 	// AcquireScript: KEYS AcquireKeys; ARGV AcquireArgs.argv. Replies {1,
 	// fence} when acquired, {0, pttl} when not, or an error with the lock
 	// key not taken.
-	AcquireScript = redis.NewScript(fenceSrc + lineSrc + acquireSrc)
+	AcquireScript = redis.NewScript(fenceSrc + lineSrc + takenSrc + acquireSrc)
 
 	//go:embed lua/release.lua
 	releaseSrc    string
@@ -53,7 +56,7 @@ var (
 	// AcquireArgs.PermitArgv. Replies {1, fence} when acquired, {0, ms}
 	// when not (ms until a permit frees by expiry alone), or an error with
 	// no permit taken.
-	AcquirePermitScript = redis.NewScript(fenceSrc + lineSrc + permitsSrc + permitAcquireSrc)
+	AcquirePermitScript = redis.NewScript(fenceSrc + lineSrc + permitsSrc + takenSrc + permitAcquireSrc)
 
 	//go:embed lua/permit_release.lua
 	permitReleaseSrc    string

@@ -52,6 +52,27 @@ func TestFailedAcquireLeavesNoKey(t *testing.T) {
 				t.Fatalf("the counter changed to %q", got)
 			}
 		})
+		// A permit's acquisition ends the same way: no permit held by
+		// nobody, and no holder recorded.
+		t.Run(tt.name+", a permit", func(t *testing.T) {
+			key := "orphan/permits/" + strconv.Itoa(i)
+			if err := client.Set(ctx, protocol.FenceKey(key), tt.counter, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			lease, err := l.Semaphore(key, 2).TryAcquire(ctx)
+			if err == nil {
+				if err := lease.Release(ctx); err != nil {
+					t.Error(err)
+				}
+				t.Fatalf("Semaphore.TryAcquire with fence counter %q succeeded (fence %d)", tt.counter, lease.Fence())
+			}
+			if errors.Is(err, lock.ErrNotAcquired) {
+				t.Fatalf("Semaphore.TryAcquire = %v: a broken counter is an error, not a full semaphore", err)
+			}
+			if n := client.Exists(ctx, key, protocol.HoldersKey(key)).Val(); n != 0 {
+				t.Fatalf("the failed attempt left %d of %q and its holders behind (error was %v)", n, key, err)
+			}
+		})
 	}
 	// Just below the limit is fine: the token is 2^53-1, still exact.
 	key := "orphan/below-the-limit"

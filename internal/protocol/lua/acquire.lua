@@ -13,8 +13,8 @@
 --
 -- A script is atomic against other clients, but Redis does not roll back
 -- its writes when it fails halfway: on an error after the key was taken,
--- the key is deleted before the error is returned, so a failed attempt
--- never leaves a key locked by nobody.
+-- the key is deleted before the error is returned (lua/taken.lua), so a
+-- failed attempt never leaves a key locked by nobody.
 local key, counter, channel, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value, ttl = ARGV[1], ARGV[2]
 local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
@@ -22,23 +22,7 @@ events_sharded = ARGV[10] == '1'
 
 -- taken runs once the key holds value for ttl.
 local function taken()
-  local fence = 0
-  if ARGV[3] == '1' then
-    local err
-    fence, err = next_fence(counter)
-    if not fence then
-      redis.call('DEL', key)
-      return err
-    end
-  end
-  if ARGV[5] == '1' then
-    local sent = events_pcall(channel, 'acquired ' .. ARGV[4])
-    if type(sent) == 'table' then
-      redis.call('DEL', key)
-      return sent
-    end
-  end
-  return {1, fence}
+  return lease_taken(counter, channel, function() redis.call('DEL', key) end)
 end
 
 if queued and redis.call('GET', key) == value then

@@ -24,30 +24,17 @@ end
 local now = permits_now()
 permits_purge(key, holders, now)
 
--- taken runs once value holds a permit until now + ttl. On an error the
--- permit goes again: a failed attempt never leaves a permit held by nobody.
+-- taken runs once value holds a permit until now + ttl, and records its
+-- holder; on an error the permit goes again (lua/taken.lua).
 local function taken()
-  local fence = 0
-  if ARGV[3] == '1' then
-    local err
-    fence, err = next_fence(counter)
-    if not fence then
-      redis.call('ZREM', key, value)
-      return err
-    end
-  end
-  -- %.0f writes a double below 2^53 exactly (tostring would round it).
-  redis.call('HSET', holders, value, string.format('%.0f %.0f', fence, now))
-  permits_expire(key, holders, now)
-  if ARGV[5] == '1' then
-    local sent = events_pcall(channel, 'acquired ' .. ARGV[4])
-    if type(sent) == 'table' then
-      redis.call('ZREM', key, value)
-      redis.call('HDEL', holders, value)
-      return sent
-    end
-  end
-  return {1, fence}
+  return lease_taken(counter, channel, function()
+    redis.call('ZREM', key, value)
+    redis.call('HDEL', holders, value)
+  end, function(fence)
+    -- %.0f writes a double below 2^53 exactly (tostring would round it).
+    redis.call('HSET', holders, value, string.format('%.0f %.0f', fence, now))
+    permits_expire(key, holders, now)
+  end)
 end
 
 local count = redis.call('ZCARD', key)
