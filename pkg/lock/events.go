@@ -41,6 +41,11 @@ type events struct {
 	// identity names this Locker's waiter channels.
 	identity string
 	metrics  *metrics
+	// waiterChannelsRefused (under mu): the server refused a waiter
+	// channel's subscription (an ACL that names the events channels only):
+	// this Locker waits on the events channels alone, where releases that
+	// cannot tell a waiter channel tell everyone.
+	waiterChannelsRefused bool
 	// window is the hand-off window: when a hand-off is followed by
 	// nothing within it (the chosen waiter may have died), the waiter
 	// first in line looks again.
@@ -182,7 +187,7 @@ func (e *events) wait(ctx context.Context, key string, seen uint64, value string
 	if cw == nil {
 		cw = &channelWaiters{names: []string{ch}, sharded: sharded, ready: make(chan struct{}),
 			confirmedBy: map[subscribed]bool{}, byDigest: map[string]*waiter{}}
-		if line {
+		if line && !e.waiterChannelsRefused {
 			cw.names = append(cw.names, protocol.WaiterChannel(key, e.identity))
 		}
 		for _, name := range cw.names {
@@ -208,12 +213,15 @@ func (e *events) wait(ctx context.Context, key string, seen uint64, value string
 	return w, nil
 }
 
-// subscribe sends cw's subscriptions, confirmed by the loop (a failure
-// shows up there too); e.mu held.
+// subscribe sends cw's subscriptions, one command per channel so that a
+// refused waiter channel does not take the events channel with it;
+// confirmed by the loop (a failure shows up there too); e.mu held.
 func (e *events) subscribe(ctx context.Context, cw *channelWaiters) {
 	if cw.sharded {
 		cw.sub = e.shardSub(cw.names[0])
-		_ = e.subs[cw.sub].SSubscribe(ctx, cw.names...)
+		for _, name := range cw.names {
+			_ = e.subs[cw.sub].SSubscribe(ctx, name)
+		}
 		return
 	}
 	if e.classic == nil {
@@ -222,7 +230,50 @@ func (e *events) subscribe(ctx context.Context, cw *channelWaiters) {
 		}
 	}
 	for _, i := range e.classic {
-		_ = e.subs[i].Subscribe(ctx, cw.names...)
+		for _, name := range cw.names {
+			_ = e.subs[i].Subscribe(ctx, name)
+		}
+	}
+}
+
+// unsubscribe ends cw's subscriptions to names (go-redis forgets them, so
+// a reconnection does not subscribe them again); e.mu held.
+func (e *events) unsubscribe(cw *channelWaiters, names ...string) {
+	if cw.sharded {
+		_ = e.subs[cw.sub].SUnsubscribe(context.Background(), names...)
+		return
+	}
+	for _, i := range e.classic {
+		_ = e.subs[i].Unsubscribe(context.Background(), names...)
+	}
+}
+
+// refuseWaiterChannels drops the waiter channels after the server refused
+// one (NOPERM): the keys' events channels remain, and a waiter whose events
+// channel is confirmed no longer waits for its waiter channel's
+// confirmation.
+func (e *events) refuseWaiterChannels() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.waiterChannelsRefused = true
+	for ch, cw := range e.channels {
+		if ch != cw.names[0] || len(cw.names) == 1 {
+			continue
+		}
+		for _, name := range cw.names[1:] {
+			delete(e.channels, name)
+			for s := range cw.confirmedBy {
+				if s.ch == name {
+					delete(cw.confirmedBy, s)
+				}
+			}
+		}
+		e.unsubscribe(cw, cw.names[1:]...)
+		cw.names = cw.names[:1]
+		if !cw.confirmed && cw.everyNameConfirmed() {
+			cw.confirmed = true
+			close(cw.ready)
+		}
 	}
 }
 
@@ -329,13 +380,7 @@ func (e *events) expire(ch string, cw *channelWaiters) {
 	for _, name := range cw.names {
 		delete(e.channels, name)
 	}
-	if cw.sharded {
-		_ = e.subs[cw.sub].SUnsubscribe(context.Background(), cw.names...)
-		return
-	}
-	for _, i := range e.classic {
-		_ = e.subs[i].Unsubscribe(context.Background(), cw.names...)
-	}
+	e.unsubscribe(cw, cw.names...)
 }
 
 func wakeOldest(cw *channelWaiters) {
@@ -353,6 +398,12 @@ func (e *events) loop(ctx context.Context, sub int, ps *redis.PubSub) {
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
 				return
+			}
+			if redis.HasErrorPrefix(err, "NOPERM") {
+				// An ACL written for the events channels alone. Should it
+				// refuse those too, waiting degrades as it would anyway.
+				e.refuseWaiterChannels()
+				continue
 			}
 			if e.shardable && redis.HasErrorPrefix(err, "MOVED") {
 				// A subscription made while the slot map was stale.

@@ -80,6 +80,62 @@ func TestAReleaseWakesOnlyTheProcessesItConcerns(t *testing.T) {
 	}
 }
 
+// An ACL written for the events channel alone (as pods needed before the
+// waiter channels) still gets prompt hand-offs: the waiter's Locker drops
+// its refused waiter channel and listens on the events channel, and the
+// release, refused the waiter channel, tells the events channel. Before,
+// the release failed (the script's user may not publish there), and the
+// waiter's two channels, subscribed in one command, were refused together:
+// it never heard a hand-off.
+func TestAnACLWithoutWaiterChannelsKeepsHandOffsPrompt(t *testing.T) {
+	srv, admin := startRedis(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	const key = "strict"
+	if err := admin.Do(ctx, "ACL", "SETUSER", "strict", "on", ">pw", "~*", "resetchannels",
+		"&"+protocol.EventsChannel(key), "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	locker := func(identity string) *lock.Locker {
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "strict", Password: "pw"})
+		closeAtEnd(t, c)
+		return newLocker(t, c, lock.WithTTL(30*time.Second), lock.WithIdentity(identity))
+	}
+	holder, waiter := locker("holder"), locker("waiter")
+	first, err := holder.TryAcquire(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		lease, err := waiter.Acquire(ctx, key)
+		if err == nil {
+			err = lease.Release(ctx)
+		}
+		got <- err
+	}()
+	for admin.ZCard(ctx, protocol.LineKey(key)).Val() == 0 ||
+		admin.PubSubNumSub(ctx, protocol.EventsChannel(key)).Val()[protocol.EventsChannel(key)] == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the waiter never queued and subscribed to the events channel")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the waiter channel's refusal has come back
+	released := time.Now()
+	if err := first.Release(ctx); err != nil {
+		t.Fatalf("Release with a waiter in line: %v", err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("handed over in %v", time.Since(released))
+	case <-time.After(3 * time.Second):
+		t.Fatal("the waiter did not get the lock within 3 s of the release (TTL 30 s): it missed the hand-off")
+	}
+}
+
 // scriptsPerAcquisition has every Locker of ls take what acquire gives it
 // rounds times, holding it 1 ms each time, all at once, and returns the
 // scripts the server ran per acquisition (acquire attempts and releases).

@@ -44,11 +44,14 @@ end
 -- channel followed by '@' and the identity in waiter's value, so that only
 -- the processes of that identity wake. True when a subscriber received it;
 -- false when none did (a waiter of protocol 2, which listens on the events
--- channel only; a process that died; a value of another format).
+-- channel only; a process that died; a value of another format) or the
+-- caller may not publish there (an ACL that names the events channel
+-- only).
 local function line_tell(channel, waiter, msg)
   local identity = string.match(waiter, '^(.+)/')
   if not identity then return false end
-  return events_publish(channel .. '@' .. identity, msg) > 0
+  local sent = events_pcall(channel .. '@' .. identity, msg)
+  return type(sent) == 'number' and sent > 0
 end
 
 -- line_grant tells head, a waiter just taken off the head of the line and
