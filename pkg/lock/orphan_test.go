@@ -29,50 +29,44 @@ func TestFailedAcquireLeavesNoKey(t *testing.T) {
 	_, client := startRedis(t)
 	l := newLocker(t, client, lock.WithTTL(30*time.Second))
 	ctx := ctxTimeout(t, 10*time.Second)
+	// A lock's acquisition and a permit's end the same way: nothing held by
+	// nobody (a permit's holder record included), the counter untouched.
+	kinds := []struct {
+		name    string
+		prefix  string
+		acquire func(key string) (*lock.Lease, error)
+		left    func(key string) []string // what the failed attempt must not leave
+	}{
+		{"", "orphan/", func(key string) (*lock.Lease, error) { return l.TryAcquire(ctx, key) },
+			func(key string) []string { return []string{key} }},
+		{", a permit", "orphan/permits/", func(key string) (*lock.Lease, error) { return l.Semaphore(key, 2).TryAcquire(ctx) },
+			func(key string) []string { return []string{key, protocol.HoldersKey(key)} }},
+	}
 	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			key := "orphan/" + strconv.Itoa(i)
-			if err := client.Set(ctx, protocol.FenceKey(key), tt.counter, 0).Err(); err != nil {
-				t.Fatal(err)
-			}
-			lease, err := l.TryAcquire(ctx, key)
-			if err == nil {
-				if err := lease.Release(ctx); err != nil {
-					t.Error(err)
+		for _, kind := range kinds {
+			t.Run(tt.name+kind.name, func(t *testing.T) {
+				key := kind.prefix + strconv.Itoa(i)
+				if err := client.Set(ctx, protocol.FenceKey(key), tt.counter, 0).Err(); err != nil {
+					t.Fatal(err)
 				}
-				t.Fatalf("TryAcquire with fence counter %q succeeded (fence %d)", tt.counter, lease.Fence())
-			}
-			if errors.Is(err, lock.ErrNotAcquired) {
-				t.Fatalf("TryAcquire = %v: a broken counter is an error, not a held lock", err)
-			}
-			if n := client.Exists(ctx, key).Val(); n != 0 {
-				t.Fatalf("the failed attempt left %q locked for %v (error was %v)", key, client.PTTL(ctx, key).Val(), err)
-			}
-			if got := client.Get(ctx, protocol.FenceKey(key)).Val(); got != tt.counter {
-				t.Fatalf("the counter changed to %q", got)
-			}
-		})
-		// A permit's acquisition ends the same way: no permit held by
-		// nobody, and no holder recorded.
-		t.Run(tt.name+", a permit", func(t *testing.T) {
-			key := "orphan/permits/" + strconv.Itoa(i)
-			if err := client.Set(ctx, protocol.FenceKey(key), tt.counter, 0).Err(); err != nil {
-				t.Fatal(err)
-			}
-			lease, err := l.Semaphore(key, 2).TryAcquire(ctx)
-			if err == nil {
-				if err := lease.Release(ctx); err != nil {
-					t.Error(err)
+				lease, err := kind.acquire(key)
+				if err == nil {
+					if err := lease.Release(ctx); err != nil {
+						t.Error(err)
+					}
+					t.Fatalf("acquiring with fence counter %q succeeded (fence %d)", tt.counter, lease.Fence())
 				}
-				t.Fatalf("Semaphore.TryAcquire with fence counter %q succeeded (fence %d)", tt.counter, lease.Fence())
-			}
-			if errors.Is(err, lock.ErrNotAcquired) {
-				t.Fatalf("Semaphore.TryAcquire = %v: a broken counter is an error, not a full semaphore", err)
-			}
-			if n := client.Exists(ctx, key, protocol.HoldersKey(key)).Val(); n != 0 {
-				t.Fatalf("the failed attempt left %d of %q and its holders behind (error was %v)", n, key, err)
-			}
-		})
+				if errors.Is(err, lock.ErrNotAcquired) {
+					t.Fatalf("acquire = %v: a broken counter is an error, not a held lock", err)
+				}
+				if n := client.Exists(ctx, kind.left(key)...).Val(); n != 0 {
+					t.Fatalf("the failed attempt left %d of %v behind, %q locked for %v (error was %v)", n, kind.left(key), key, client.PTTL(ctx, key).Val(), err)
+				}
+				if got := client.Get(ctx, protocol.FenceKey(key)).Val(); got != tt.counter {
+					t.Fatalf("the counter changed to %q", got)
+				}
+			})
+		}
 	}
 	// Just below the limit is fine: the token is 2^53-1, still exact.
 	key := "orphan/below-the-limit"

@@ -40,15 +40,19 @@ local function line_join(line, value, keep)
   redis.call('PEXPIRE', line, keep)
 end
 
--- line_tell publishes msg for waiter on its process's channel, the events
--- channel followed by '@' and the identity in waiter's value, so that only
--- the processes of that identity wake. True when a subscriber received it;
--- false when none did (a waiter of protocol 2, which listens on the events
--- channel only; a process that died; a value of another format) or the
--- caller may not publish there (an ACL that names the events channel
--- only).
-local function line_tell(channel, waiter, msg)
-  local identity = string.match(waiter, '^(.+)/')
+-- line_identity is the holder identity in a lock value (everything before
+-- its last '/'), nil for a value of another format.
+local function line_identity(value)
+  return string.match(value, '^(.+)/')
+end
+
+-- line_tell publishes msg on the waiter channel of identity (the events
+-- channel followed by '@' and the identity), so that only the processes of
+-- that identity wake. True when a subscriber received it; false when none
+-- did (a waiter of protocol 2, which listens on the events channel only; a
+-- process that died; no identity) or the caller may not publish there (an
+-- ACL that names the events channel only).
+local function line_tell(channel, identity, msg)
   if not identity then return false end
   local sent = events_pcall(channel .. '@' .. identity, msg)
   return type(sent) == 'number' and sent > 0
@@ -66,9 +70,11 @@ local function line_grant(channel, line, head)
   local msg = 'granted ' .. redis.sha1hex(head)
   local next = redis.call('ZRANGE', line, 0, 0)[1]
   if next then msg = msg .. ' ' .. redis.sha1hex(next) end
-  local told = line_tell(channel, head, msg)
-  if told and next and string.match(next, '^(.+)/') ~= string.match(head, '^(.+)/') then
-    told = line_tell(channel, next, msg)
+  local to = line_identity(head)
+  local told = line_tell(channel, to, msg)
+  if told and next then
+    local after = line_identity(next)
+    if after ~= to then told = line_tell(channel, after, msg) end
   end
   if not told then events_publish(channel, msg) end
 end
