@@ -28,6 +28,13 @@ func TestDerivedKeysShareTheLockKeysSlot(t *testing.T) {
 		if got, want := protocol.WaiterChannel(tt.key, "pod-a:7"), tt.events+"@pod-a:7"; got != want {
 			t.Errorf("WaiterChannel(%q) = %q, want %q", tt.key, got, want)
 		}
+		// A release names waiter channels the caller could not pass in
+		// KEYS: each must be in the key's slot whatever the identity.
+		for _, identity := range []string{"pod-a:7", "{other}:1", "}{:2"} {
+			if got, want := protocol.KeySlot(protocol.WaiterChannel(tt.key, identity)), protocol.KeySlot(tt.fence); got != want {
+				t.Errorf("WaiterChannel(%q, %q) is in slot %d, the fence counter in %d", tt.key, identity, got, want)
+			}
+		}
 	}
 }
 

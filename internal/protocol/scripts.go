@@ -23,23 +23,25 @@ var (
 	lineSrc string
 	//go:embed lua/taken.lua
 	takenSrc string
+	//go:embed lua/value.lua
+	valueSrc string
 
 	//go:embed lua/acquire.lua
 	acquireSrc string
 	// AcquireScript: KEYS AcquireKeys; ARGV AcquireArgs.argv. Replies {1,
 	// fence} when acquired, {0, pttl} when not, or an error with the lock
 	// key not taken.
-	AcquireScript = redis.NewScript(fenceSrc + lineSrc + takenSrc + acquireSrc)
+	AcquireScript = redis.NewScript(fenceSrc + lineSrc + takenSrc + valueSrc + acquireSrc)
 
 	//go:embed lua/release.lua
 	releaseSrc    string
-	releaseScript = redis.NewScript(lineSrc + releaseSrc)
+	releaseScript = redis.NewScript(lineSrc + valueSrc + releaseSrc)
 
 	//go:embed lua/renew.lua
 	renewSrc string
 	// RenewScript: KEYS lock key; ARGV value, ttl (ms). Replies 1 when
 	// extended, 0 when the key was no longer ours.
-	RenewScript = redis.NewScript(renewSrc)
+	RenewScript = redis.NewScript(valueSrc + renewSrc)
 
 	//go:embed lua/raise_fence.lua
 	raiseFenceSrc    string

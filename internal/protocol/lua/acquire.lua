@@ -8,8 +8,8 @@
 -- be in the line already, ARGV[8] "1" for strict FIFO, ARGV[9] hand-off
 -- window (ms), ARGV[10] "1" on Redis Cluster (messages on sharded pub/sub)
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl} when
--- not (pttl -1: the key has no TTL), or an error with the lock key NOT
--- taken.
+-- not (pttl -1: the key has no TTL; a semaphore holding the key: when its
+-- last permit expires), or an error with the lock key NOT taken.
 --
 -- A script is atomic against other clients, but Redis does not roll back
 -- its writes when it fails halfway: on an error after the key was taken,
@@ -25,7 +25,7 @@ local function taken()
   return lease_taken(counter, channel, function() redis.call('DEL', key) end)
 end
 
-if queued and redis.call('GET', key) == value then
+if queued and lock_value(key) == value then
   -- The previous holder's release handed the key to this waiter (and took
   -- it off the line): this attempt is the confirming write, and the lease
   -- counts from its sending.

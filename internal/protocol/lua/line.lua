@@ -18,7 +18,10 @@ local events_sharded = false
 local function events_pcall(channel, msg)
   if events_sharded then
     local sent = redis.pcall('SPUBLISH', channel, msg)
-    if type(sent) ~= 'table' or not string.find(string.lower(sent['err'] or ''), 'unknown redis command', 1, true) then
+    -- Redis says "Unknown Redis command called from script", Valkey
+    -- "Unknown command called from script".
+    local err = string.lower(type(sent) == 'table' and sent['err'] or '')
+    if not (string.find(err, 'unknown', 1, true) and string.find(err, 'command', 1, true)) then
       return sent
     end
   end

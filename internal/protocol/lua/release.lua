@@ -4,10 +4,11 @@
 -- ARGV[1] value, ARGV[2] hand-off window (ms), ARGV[3] "1" to announce
 -- "released" when nobody waits, ARGV[4] "1" on Redis Cluster (messages on
 -- sharded pub/sub)
--- Returns 1 when released, 0 when the key was not ours.
+-- Returns 1 when released, 0 when the key was not ours (a semaphore's
+-- included).
 local key, channel, line = KEYS[1], KEYS[2], KEYS[3]
 events_sharded = ARGV[4] == '1'
-if redis.call('GET', key) ~= ARGV[1] then
+if lock_value(key) ~= ARGV[1] then
   redis.call('ZREM', line, ARGV[1])
   return 0
 end
