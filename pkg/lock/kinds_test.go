@@ -20,6 +20,8 @@ type kind struct {
 	handle func(l *lock.Locker, key string) acquirer
 	// lineKey is where this kind's waiters queue.
 	lineKey func(key string) string
+	// permits is how many leases hold the key in full.
+	permits int
 }
 
 type acquirer interface {
@@ -28,8 +30,8 @@ type acquirer interface {
 }
 
 var (
-	lockKind = kind{"lock", func(l *lock.Locker, key string) acquirer { return l.Mutex(key) }, protocol.LineKey}
-	semKind  = kind{"semaphore", func(l *lock.Locker, key string) acquirer { return l.Semaphore(key, 3) }, protocol.PermitLineKey}
+	lockKind = kind{"lock", func(l *lock.Locker, key string) acquirer { return l.Mutex(key) }, protocol.LineKey, 1}
+	semKind  = kind{"semaphore", func(l *lock.Locker, key string) acquirer { return l.Semaphore(key, 3) }, protocol.PermitLineKey, 3}
 )
 
 // A key is a lock or a semaphore, and a caller of either kind meets the

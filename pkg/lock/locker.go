@@ -33,6 +33,10 @@ type Locker struct {
 	// to Redis; Close write-locks it so it returns only after they finish
 	// and its caller may close the clients.
 	inflight sync.RWMutex
+	// calls counts the acquisition calls under way (added under mu while
+	// open): each may owe the backend a leave or a give-back on its way
+	// out, which Close waits for before it closes the backend.
+	calls sync.WaitGroup
 }
 
 // New returns a Locker on one Redis deployment: a standalone *redis.Client, a
@@ -81,13 +85,29 @@ func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lease, error) {
 
 func (l *Locker) tryAcquire(ctx context.Context, t target) (*Lease, error) {
 	start := l.cfg.clock.Now()
-	c, err := l.newClaim(t)
 	var lease *Lease
+	err := l.enter()
 	if err == nil {
-		lease, _, err = l.try(ctx, t, c)
+		defer l.calls.Done()
+		var c claim
+		if c, err = l.newClaim(t); err == nil {
+			lease, _, err = l.try(ctx, t, c)
+		}
 	}
 	l.metrics.observeAcquire(l.cfg.clock.Now().Sub(start), err)
 	return lease, err
+}
+
+// enter registers an acquisition call, which must call l.calls.Done when
+// it returns; ErrClosed once the Locker is closed.
+func (l *Locker) enter() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.calls.Add(1)
+	return nil
 }
 
 // Acquire waits until it holds key, the Locker is closed, or ctx ends (the
@@ -105,7 +125,12 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
 
 func (l *Locker) acquireTimed(ctx context.Context, t target) (*Lease, error) {
 	start := l.cfg.clock.Now()
-	lease, err := l.acquire(ctx, t)
+	var lease *Lease
+	err := l.enter()
+	if err == nil {
+		lease, err = l.acquire(ctx, t)
+		l.calls.Done() // after acquire's deferred leave was handed to the backend
+	}
 	l.metrics.observeAcquire(l.cfg.clock.Now().Sub(start), err)
 	return lease, err
 }
@@ -335,10 +360,10 @@ func (l *Locker) isClosed() bool {
 	return l.closed
 }
 
-// Close releases every lease still held and waits for renewals in flight
-// (within 5s in total), stops the
-// subscription and makes waiting Acquire calls return ErrClosed. Later calls
-// of any method return ErrClosed.
+// Close releases every lease still held, makes waiting Acquire calls
+// return ErrClosed and waits for them to leave the keys' waiting lines,
+// waits for renewals in flight (all within 5s in total), and stops the
+// subscription. Later calls of any method return ErrClosed.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -370,8 +395,11 @@ func (l *Locker) Close() error {
 		})
 	}
 	wg.Wait()
-	// Wait (bounded) for renewals and releases still talking to Redis; one
+	// Wait (bounded) for acquisition calls to return — each waiter that
+	// gives up owes the line its leave, handed to the backend on its way
+	// out — and for renewals and releases still talking to Redis; one
 	// stuck past the bound finishes with its client's own timeouts.
+	waitGroup(ctx, &l.calls)
 	idle := make(chan struct{})
 	go func() {
 		l.inflight.Lock()
