@@ -295,6 +295,34 @@ func renewReply(key string, cmd *redis.Cmd) (bool, error) {
 // WithReplicaAck, whose WAIT counts one connection's writes per key.
 func (s *single) batches() bool { return s.acks == 0 }
 
+// byNode splits leases by the master of their keys: on Cluster each group
+// goes to one node, so that one node's stall does not hold up the others'
+// renewals (a ClusterClient splits a pipeline by node too, but returns
+// only when every node has answered). Elsewhere, and for keys whose master
+// is not known yet, one group.
+func (s *single) byNode(leases []*Lease) [][]*Lease {
+	c, ok := s.client.(*redis.ClusterClient)
+	if !ok {
+		return [][]*Lease{leases}
+	}
+	index := map[string]int{}
+	var groups [][]*Lease
+	for _, lease := range leases {
+		addr := "" // unknown: the ClusterClient finds it
+		if node, err := c.MasterForKey(s.stopCtx, lease.key); err == nil {
+			addr = node.Options().Addr
+		}
+		i, ok := index[addr]
+		if !ok {
+			i = len(groups)
+			index[addr] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], lease)
+	}
+	return groups
+}
+
 // renewBatch renews rs in one pipeline (a ClusterClient splits it by node)
 // and answers for each. Scripts the server does not know yet (NOSCRIPT:
 // first use, or a restarted server) run again with EVAL.

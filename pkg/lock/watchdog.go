@@ -160,11 +160,23 @@ func (w *watchdog) renewAlone(lease *Lease) {
 	close(done)
 }
 
-// renewTogether renews batch in one pipeline.
+// renewTogether renews batch in one pipeline per node (single.byNode):
+// each node's renewals are credited, and rescheduled, when that node
+// answers, so a stalled Cluster master delays only its own leases.
 func (w *watchdog) renewTogether(s *single, batch []*Lease) {
 	l := w.l
 	l.inflight.RLock() // see renewAlone
 	defer l.inflight.RUnlock()
+	var wg sync.WaitGroup
+	for _, group := range s.byNode(batch) {
+		wg.Go(func() { w.renewGroup(s, group) })
+	}
+	wg.Wait()
+}
+
+// renewGroup renews leases in one pipeline and settles each on its reply.
+func (w *watchdog) renewGroup(s *single, batch []*Lease) {
+	l := w.l
 	done := make(chan struct{})
 	leases := make([]*Lease, 0, len(batch))
 	reqs := make([]renewal, 0, len(batch))

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -114,5 +115,59 @@ func TestEveryLeaseRenewsOnItsOwnSchedule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// On Redis Cluster one stalled master costs only its own leases: the
+// renewals of a Locker's leases on healthy masters are credited when those
+// masters answer, not when the stalled one times out. Before, one pipeline
+// for every node returned only once each node had answered (go-redis
+// splits it per node and waits for all, retrying the stalled one), and 16
+// of 16 leases on healthy masters were lost while another master was
+// paused for twice the TTL.
+func TestAStalledClusterMasterCostsOnlyItsOwnLeases(t *testing.T) {
+	cluster := redistest.StartCluster(t)
+	client := cluster.Client(t)
+	ctx := ctxTimeout(t, time.Minute)
+	l := newLocker(t, client, lock.WithTTL(time.Second), lock.WithRenewInterval(200*time.Millisecond))
+	stalled := cluster.Masters[0]
+	var healthy, onStalled []*lock.Lease
+	for i := 0; len(healthy) < 16 || len(onStalled) < 4; i++ {
+		key := "renew-" + strconv.Itoa(i)
+		node, err := client.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine := node.Options().Addr == stalled.Addr()
+		if (mine && len(onStalled) == 4) || (!mine && len(healthy) == 16) {
+			continue
+		}
+		lease, err := l.TryAcquire(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		releaseAtEnd(t, lease)
+		if mine {
+			onStalled = append(onStalled, lease)
+		} else {
+			healthy = append(healthy, lease)
+		}
+	}
+	stalled.Pause()
+	time.Sleep(2 * time.Second) // twice the TTL
+	stalled.Resume()
+	lost := 0
+	for _, lease := range healthy {
+		if lease.Err() != nil {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d leases on healthy masters lost while another master was paused", lost, len(healthy))
+	}
+	for _, lease := range onStalled {
+		if lease.Err() == nil {
+			t.Fatalf("a lease on the paused master outlived its TTL: %v", lease.ValidUntil())
+		}
 	}
 }
