@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -201,81 +200,6 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 		if err := l.sleep(ctx, w, wait, lastErr); err != nil {
 			return nil, err
 		}
-	}
-}
-
-// waitAfter is how long to wait after a failed attempt that returned err,
-// whether the key was held, and false when err ends the wait.
-func (l *Locker) waitAfter(key string, err error, w *waiter, retry *backoff.Exponential, warned *bool) (wait time.Duration, held, ok bool) {
-	var na *NotAcquiredError
-	switch {
-	case errors.As(err, &na) && na.HolderTTL >= 0:
-		w.spent() // someone else took the release this waiter was woken by
-		retry.Reset()
-		// At least every TTL, so that the waiter keeps its place.
-		return min(na.HolderTTL+backoff.Jitter(l.cfg.backoffMin), l.cfg.ttl), true, true
-	case errors.As(err, &na):
-		// A key without TTL was not written by this library and may
-		// stay forever: back off instead of polling it, and say so.
-		w.spent()
-		if !*warned {
-			*warned = true
-			l.metrics.keysWithoutTTL.Inc()
-			l.cfg.logger.Info("lock key exists without a TTL (not set by redlease?); backing off until it is deleted", "key", key)
-		}
-		return retry.Next(), true, true
-	case retryable(err):
-		return retry.Next(), false, true
-	}
-	return 0, false, false
-}
-
-// nextClaim is the claim for the attempt after a failed one: c with a new
-// value when its value was spent (given back, or its attempt's outcome
-// unknown: never try with it again), leaving the line with the old one;
-// else c, queued when the failed attempt took (or kept) a place.
-func (l *Locker) nextClaim(t target, c claim, w *waiter, spent, queued bool) (claim, error) {
-	if !spent {
-		c.queued = c.queued || queued
-		return c, nil
-	}
-	if c.queued {
-		l.backend.leave(t, c.value)
-	}
-	c, err := l.renewClaim(c)
-	if err != nil {
-		return claim{}, err
-	}
-	l.events.rename(w, c.value)
-	return c, nil
-}
-
-// sleep waits for w's wake-up, d, or an error when ctx ends or the Locker
-// closes. A wake-up it takes is w's to use or to pass on (events.done).
-func (l *Locker) sleep(ctx context.Context, w *waiter, d time.Duration, lastErr error) error {
-	woken, err := l.sleepUntil(ctx, w.wake, d, lastErr)
-	if woken {
-		w.holdsWake = true
-		testHookWoken()
-	}
-	return err
-}
-
-// sleepUntil returns when wake fires (woken), d passes, or with an error
-// when ctx ends or the Locker closes.
-func (l *Locker) sleepUntil(ctx context.Context, wake <-chan struct{}, d time.Duration, lastErr error) (woken bool, err error) {
-	fired := make(chan struct{})
-	t := l.cfg.clock.AfterFunc(d, func() { close(fired) })
-	defer t.Stop()
-	select {
-	case <-wake:
-		return true, nil
-	case <-fired:
-		return false, nil
-	case <-l.closing:
-		return false, ErrClosed
-	case <-ctx.Done():
-		return false, fmt.Errorf("lock: waiting: %w", errors.Join(ctx.Err(), lastErr))
 	}
 }
 

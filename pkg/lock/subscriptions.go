@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"net"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlease/redlease/internal/backoff"
 	"github.com/redlease/redlease/internal/protocol"
 )
+
+// The Locker's subscriptions: which channels are subscribed, on which
+// connection (classic pub/sub, or one sharded subscription per Cluster
+// slot), their confirmations, reconnections and slot moves. The receive
+// loop hands each message to the wake-ups in waiting.go.
 
 // subscriptionLinger is how long a key's channel stays subscribed after its
 // last waiter left, so that a key contended again and again is not
@@ -71,70 +74,10 @@ type events struct {
 	loops    sync.WaitGroup
 }
 
-// channelWaiters are the waiters for one key, under the key's events
-// channel and, with a waiting line, this Locker's waiter channel of the key
-// too (names; events.channels has the entry under both).
-type channelWaiters struct {
-	names []string
-	// sharded: the channels are on sharded pub/sub, on subscription sub
-	// (one key's channels share its slot).
-	sharded bool
-	sub     int
-	ready   chan struct{} // closed when a server confirmed every name
-	// confirmed: every name was confirmed by a subscription.
-	confirmed bool
-	// confirmedBy holds the subscriptions (by index in events.subs) that
-	// confirmed each name: one confirming again has reconnected.
-	confirmedBy map[subscribed]bool
-	// releases counts "released" and "granted" messages seen, so a waiter
-	// can tell whether one arrived between its failed attempt and its
-	// registration.
-	releases uint64
-	queue    []*waiter
-	// byDigest finds the waiter a "granted" message names; recentGrants
-	// are the last digests granted, for a waiter registering just after
-	// its own hand-off was announced.
-	byDigest     map[string]*waiter
-	recentGrants [8]string
-	grants       int
-	idle         Timer // unsubscribes after subscriptionLinger without waiters
-	// unconfirmed fires when a key handed to another process's waiter
-	// was followed by no other message within the hand-off window.
-	unconfirmed Timer
-}
-
 // subscribed is one subscription's confirmation of one channel.
 type subscribed struct {
 	sub int
 	ch  string
-}
-
-// waiter is one Acquire call waiting for a key.
-type waiter struct {
-	ch string
-	// digest names the waiter's value in "granted" messages; "" when the
-	// backend has no waiting line.
-	digest string
-	wake   chan struct{} // buffered 1: a pending wake is never lost
-	// ready is closed once the subscription is confirmed: from then on no
-	// release can slip by unnoticed.
-	ready <-chan struct{}
-	// retry says the caller must attempt again before sleeping on wake: its
-	// subscription is new (a release may have come before it was in force),
-	// or a release arrived since the caller's failed attempt.
-	retry bool
-	// holdsWake is set (by the waiting goroutine only) when it took a
-	// wake-up that no attempt has used yet: if it gives up now, the
-	// wake-up goes to the next waiter instead of being lost.
-	holdsWake bool
-}
-
-// spent records that an attempt after the wake-up found the key taken by
-// someone else: the release it announced has been used. w may be nil.
-func (w *waiter) spent() {
-	if w != nil {
-		w.holdsWake = false
-	}
 }
 
 func newEvents(clients []redis.UniversalClient, clock Clock, window time.Duration, identity string, m *metrics) *events {
@@ -167,50 +110,6 @@ func (e *events) shardedPubSub(ctx context.Context) bool {
 	e.known, e.sharded = true, sharded
 	e.mu.Unlock()
 	return sharded
-}
-
-// wait registers a waiter for key's channel, subscribing if needed. seen is
-// what join returned before the caller's failed attempt; value is the
-// waiter's claim, named by "granted" messages when line is true.
-func (e *events) wait(ctx context.Context, key string, seen uint64, value string, line bool) (*waiter, error) {
-	ch := protocol.EventsChannel(key)
-	sharded := e.shardedPubSub(ctx)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return nil, ErrClosed
-	}
-	if e.cancel == nil {
-		e.loopCtx, e.cancel = context.WithCancel(context.Background())
-	}
-	cw := e.channels[ch]
-	if cw == nil {
-		cw = &channelWaiters{names: []string{ch}, sharded: sharded, ready: make(chan struct{}),
-			confirmedBy: map[subscribed]bool{}, byDigest: map[string]*waiter{}}
-		if line && !e.waiterChannelsRefused {
-			cw.names = append(cw.names, protocol.WaiterChannel(key, e.identity))
-		}
-		for _, name := range cw.names {
-			e.channels[name] = cw
-		}
-		e.subscribe(ctx, cw)
-	}
-	if cw.idle != nil {
-		cw.idle.Stop()
-		cw.idle = nil
-	}
-	w := &waiter{ch: ch, wake: make(chan struct{}, 1), ready: cw.ready}
-	cw.queue = append(cw.queue, w)
-	if line {
-		// Only a hand-off to this waiter matters: its failed attempt
-		// queued it in Redis already.
-		w.digest = protocol.ValueDigest(value)
-		cw.byDigest[w.digest] = w
-		w.retry = !cw.confirmed || slices.Contains(cw.recentGrants[:], w.digest)
-	} else {
-		w.retry = !cw.confirmed || cw.releases != seen
-	}
-	return w, nil
 }
 
 // subscribe sends cw's subscriptions, one command per channel so that a
@@ -299,77 +198,6 @@ func (e *events) shardSub(ch string) int {
 	return i
 }
 
-// rename gives w (nil: no waiter yet) the name of its new value.
-func (e *events) rename(w *waiter, value string) {
-	if w == nil || w.digest == "" {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if cw := e.channels[w.ch]; cw != nil {
-		delete(cw.byDigest, w.digest)
-		w.digest = protocol.ValueDigest(value)
-		cw.byDigest[w.digest] = w
-	}
-}
-
-// join queues a new Acquire behind this Locker's waiters for key, when
-// queueLocally is set (a backend without a Redis-side line) and there are
-// any on a confirmed subscription, so that a goroutine that just released
-// (or just arrived) does not barge ahead of goroutines already woken or
-// waiting: within a Locker, waiters take the lock in arrival order. (With a
-// line, the line keeps that order across processes.) Otherwise it returns
-// nil and the number of messages seen so far, for wait to tell whether one
-// slipped by.
-func (e *events) join(key string, queueLocally bool) (*waiter, uint64) {
-	ch := protocol.EventsChannel(key)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	cw := e.channels[ch]
-	if e.closed || cw == nil {
-		return nil, 0
-	}
-	if !queueLocally || !cw.confirmed || len(cw.queue) == 0 {
-		return nil, cw.releases
-	}
-	w := &waiter{ch: ch, wake: make(chan struct{}, 1), ready: cw.ready}
-	cw.queue = append(cw.queue, w)
-	return w, 0
-}
-
-// done unregisters w. A wake-up that w received but did not use — still
-// pending, or taken by a caller that gives up (failed) before an attempt
-// used it — passes to the next waiter. The channel stays subscribed for
-// subscriptionLinger.
-func (e *events) done(w *waiter, failed bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	cw := e.channels[w.ch]
-	if cw == nil {
-		return
-	}
-	for i, q := range cw.queue {
-		if q == w {
-			cw.queue = append(cw.queue[:i], cw.queue[i+1:]...)
-			break
-		}
-	}
-	if w.digest != "" && cw.byDigest[w.digest] == w {
-		delete(cw.byDigest, w.digest)
-	}
-	select {
-	case <-w.wake:
-		wakeOldest(cw)
-	default:
-		if failed && w.holdsWake {
-			wakeOldest(cw)
-		}
-	}
-	if len(cw.queue) == 0 && !e.closed && cw.idle == nil {
-		cw.idle = e.clock.AfterFunc(subscriptionLinger, func() { e.expire(w.ch, cw) })
-	}
-}
-
 // expire unsubscribes a channel that stayed without waiters.
 func (e *events) expire(ch string, cw *channelWaiters) {
 	e.mu.Lock()
@@ -381,15 +209,6 @@ func (e *events) expire(ch string, cw *channelWaiters) {
 		delete(e.channels, name)
 	}
 	e.unsubscribe(cw, cw.names...)
-}
-
-func wakeOldest(cw *channelWaiters) {
-	for _, w := range cw.queue {
-		if len(w.wake) == 0 { // one with a pending wake passes this one on
-			wake(w)
-			return
-		}
-	}
 }
 
 func (e *events) loop(ctx context.Context, sub int, ps *redis.PubSub) {
@@ -537,76 +356,6 @@ func (e *events) resubscribe(sub int) {
 		_ = e.subs[sub].Close() // its loop ends
 		e.subs[sub] = nil
 	})
-}
-
-func (e *events) released(ch string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if cw := e.channels[ch]; cw != nil {
-		cw.releases++
-		e.stopWatch(cw)
-		wakeOldest(cw)
-	}
-}
-
-// granted handles "granted <digest> [<next>]": it wakes the waiter the
-// hand-off chose, when it is in this process. The waiter named next is now
-// first in line: when it is here, and nothing follows within the hand-off
-// window (the chosen waiter may have died with the key), it looks again.
-// Waiters elsewhere in the line need do nothing.
-func (e *events) granted(ch, payload string) {
-	digest, next, _ := strings.Cut(payload, " ")
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	cw := e.channels[ch]
-	if cw == nil {
-		return
-	}
-	cw.releases++
-	cw.recentGrants[cw.grants%len(cw.recentGrants)] = digest
-	cw.grants++
-	e.stopWatch(cw)
-	if w := cw.byDigest[digest]; w != nil {
-		wake(w)
-	}
-	if w := cw.byDigest[next]; w != nil && next != "" && !e.closed {
-		d := e.window + backoff.Jitter(e.window/4)
-		cw.unconfirmed = e.clock.AfterFunc(d, func() { e.recheck(cw, w) })
-	}
-}
-
-// wake gives w a wake-up unless it has one pending.
-func wake(w *waiter) {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-// taken notes that a key was taken ("acquired", with WithHolderMessages):
-// a hand-off was confirmed, so there is nothing to recheck.
-func (e *events) taken(ch string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if cw := e.channels[ch]; cw != nil {
-		e.stopWatch(cw)
-	}
-}
-
-// recheck wakes w, first in line, after a hand-off nobody followed up.
-func (e *events) recheck(cw *channelWaiters, w *waiter) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if cw.byDigest[w.digest] == w {
-		wake(w)
-	}
-}
-
-func (e *events) stopWatch(cw *channelWaiters) {
-	if cw.unconfirmed != nil {
-		cw.unconfirmed.Stop()
-		cw.unconfirmed = nil
-	}
 }
 
 // close stops the subscription and its idle timers; Acquire calls see
