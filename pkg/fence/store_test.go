@@ -226,3 +226,25 @@ func (m *hsetMonitor) await(t *testing.T, n int) []uint64 {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The write script compares tokens as decimal strings by length, exact
+// only for canonical integers: a token with leading zeros
+// ("0000000000000009" is longer than "12345678") would win and then refuse
+// every real token below 10^16. It is refused and nothing is written.
+func TestRedisStoreRefusesNonCanonicalTokens(t *testing.T) {
+	client := redistest.StartStandalone(t).Client(t)
+	ctx := t.Context()
+	store := fence.NewRedisStore(client, "")
+	if err := store.Write(ctx, "acct", 12345678, "real"); err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []string{"0000000000000009", "00", "+9", "-1", ""} {
+		err := fence.WriteScript.Run(ctx, client, []string{"fence:acct"}, token, "forged").Err()
+		if err == nil || !strings.Contains(err.Error(), "not a canonical decimal integer") {
+			t.Errorf("writing with token %q = %v, want the script's refusal", token, err)
+		}
+	}
+	if err := store.Write(ctx, "acct", 12345679, "next"); err != nil {
+		t.Fatalf("a real token above the last after the refusals: %v", err)
+	}
+}

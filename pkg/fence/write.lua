@@ -3,9 +3,14 @@
 -- Returns {"1", token} when accepted, {"0", current} when stale.
 -- Tokens are compared as decimal strings (length, then bytes) so every
 -- uint64 compares exactly; Lua numbers are doubles and lose precision past 2^53.
+-- Any other token (leading zeros, a sign) would compare wrong by length,
+-- so it is refused, never stored.
+local t = ARGV[1]
+if not (t == '0' or string.match(t, '^[1-9][0-9]*$')) then
+  return redis.error_reply('ERR redlease: fence token ' .. t .. ' is not a canonical decimal integer')
+end
 local cur = redis.call('HGET', KEYS[1], 'token')
 if cur then
-  local t = ARGV[1]
   if #t < #cur or (#t == #cur and t <= cur) then
     return {'0', cur}
   end

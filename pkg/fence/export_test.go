@@ -1,0 +1,5 @@
+package fence
+
+// WriteScript lets the tests send tokens Write never sends, as another
+// implementation could.
+var WriteScript = writeScript
