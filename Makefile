@@ -69,6 +69,8 @@ verify: manifests generate lint tidy-check ## Fail when generated files are stal
 .PHONY: test
 test: tools redis postgres verify helm-lint ## Install what tests need, verify, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included).
 	go test $(GO_TEST_FLAGS) ./...
+	@echo "internal/protocol again, through the function library (-protocol.functions)"
+	go test $(GO_TEST_FLAGS) ./internal/protocol/ -args -protocol.functions
 	cd hack/ocibuild && go test -count=1 ./...
 
 CHAOS_COUNT ?= 5

@@ -88,7 +88,7 @@ func isSemaphoreRead(rr holderRead) bool { return redis.HasErrorPrefix(rr.err, "
 // lock's (permits raised while the lock is held: observe it as one); a
 // failed read leaves the previous observation in status.
 func (r *DistributedLockReconciler) observePermits(ctx context.Context, rd *round) bool {
-	p, err := protocol.ReadPermits(ctx, rd.master.client, rd.key)
+	p, err := protocol.ReadPermits(ctx, protocol.Scripts(rd.master.client), rd.key)
 	switch {
 	case redis.HasErrorPrefix(err, "WRONGTYPE"):
 		return false
@@ -250,7 +250,7 @@ func (r *DistributedLockReconciler) raiseFenceFloors(ctx context.Context, rd *ro
 		if !rr.h.FenceSet || clampInt64(rr.h.Fence) >= prevHW {
 			continue
 		}
-		raised, err := protocol.RaiseFence(ctx, rr.e.client, rd.key, floor)
+		raised, err := protocol.RaiseFence(ctx, protocol.Scripts(rr.e.client), rd.key, floor)
 		if err != nil {
 			log.Info("cannot raise the fence counter", "server", rr.e.addr, "error", err.Error())
 			continue

@@ -188,7 +188,7 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 				semaphores := map[string]protocol.Permits{}
 				for i, key := range chunk {
 					if redis.HasErrorPrefix(errs[i], "WRONGTYPE") { // a semaphore's key
-						if p, err := protocol.ReadPermits(ctx, c, key); err == nil {
+						if p, err := protocol.ReadPermits(ctx, protocol.Scripts(c), key); err == nil {
 							semaphores[key] = p
 						}
 					}

@@ -27,6 +27,15 @@ type ACLOptions struct {
 	// go-redis sends on every new connection. go-redis ignores its refusal,
 	// but each refusal is an ACL LOG entry that would bury real ones.
 	ClientSetInfo bool
+	// Functions allows FCALL and FCALL_RO (Redis 7.0 and later, Valkey):
+	// calling the library's functions (LibraryName).
+	Functions bool
+	// FunctionsOnly leaves out EVAL and EVALSHA: the tenant runs only the
+	// library's functions, never Lua of its own, which could stall the
+	// shared server (a busy loop answers BUSY to every client until
+	// SCRIPT KILL) or fill its memory. Needs Functions, and the library
+	// loaded on every master.
+	FunctionsOnly bool
 }
 
 // tenantCommands are the commands every tenant needs: what pkg/lock,
@@ -38,8 +47,6 @@ type ACLOptions struct {
 // and AUTH need no rule: Redis never checks no-auth commands against a
 // user's ACL.
 var tenantCommands = []string{
-	// Scripts: go-redis sends EVALSHA and falls back to EVAL on NOSCRIPT.
-	"eval", "evalsha",
 	// Run by the scripts; GET and PTTL are also Inspect's reads.
 	"get", "set", "del", "exists", "incr", "decr", "time", "pexpire", "pttl", "publish",
 	// The waiting line (protocol 2), run by the acquire and release scripts.
@@ -58,6 +65,14 @@ var tenantCommands = []string{
 	// pkg/fence's Redis store: the fenced write script and Read.
 	"hget", "hset", "hmget",
 }
+
+// scriptCommands run the protocol's Lua as scripts: go-redis sends EVALSHA
+// and falls back to EVAL on NOSCRIPT. They run any Lua, not only ours.
+var scriptCommands = []string{"eval", "evalsha"}
+
+// functionCommands call the library's functions (protocol.Caller): only
+// the Lua that whoever loaded the library (the controller) chose.
+var functionCommands = []string{"fcall", "fcall_ro"}
 
 // clusterCommands are what a go-redis ClusterClient adds: CLUSTER SLOTS
 // for the slot map (go-redis v9 never sends CLUSTER SHARDS, and naming it
@@ -87,6 +102,9 @@ func TenantACLRules(namespace string, opts ACLOptions) ([]string, error) {
 	if opts.DB < 0 {
 		return nil, fmt.Errorf("database %d is negative", opts.DB)
 	}
+	if opts.FunctionsOnly && !opts.Functions {
+		return nil, fmt.Errorf("functions only, on a server without functions")
+	}
 	prefix := namespace + "/"
 	// resetkeys and resetchannels make the rules whole by themselves: a
 	// new user gets every channel where acl-pubsub-default is allchannels
@@ -102,6 +120,12 @@ func TenantACLRules(namespace string, opts ACLOptions) ([]string, error) {
 		}
 	}
 	allow(tenantCommands)
+	if !opts.FunctionsOnly {
+		allow(scriptCommands)
+	}
+	if opts.Functions {
+		allow(functionCommands)
+	}
 	if opts.ShardedPubSub {
 		allow(shardedPubSubCommands)
 	}

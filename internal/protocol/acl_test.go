@@ -23,13 +23,14 @@ var scriptCall = regexp.MustCompile(`redis\.p?call\(\s*['"]([A-Za-z|]+)['"]`)
 func TestTenantACLRulesCoverScripts(t *testing.T) {
 	// SPUBLISH runs on Redis Cluster only where the server has it, which
 	// is when the rules name it (ShardedPubSub).
-	rules, err := protocol.TenantACLRules("team-a", protocol.ACLOptions{ShardedPubSub: true})
+	rules, err := protocol.TenantACLRules("team-a", protocol.ACLOptions{ShardedPubSub: true, Functions: true, FunctionsOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The lock's scripts, and those of what runs as a tenant on top of it.
+	// The lock's scripts, and those of what runs as a tenant on top of it
+	// (pkg/election's, pkg/fence's): all in the one library.
 	var files []string
-	for _, pattern := range []string{"lua/*.lua", "../../pkg/election/lua/*.lua", "../../pkg/fence/*.lua"} {
+	for _, pattern := range []string{"lua/*.lua"} {
 		found, err := filepath.Glob(pattern)
 		if err != nil || len(found) == 0 {
 			t.Fatalf("no scripts found at %s (%v)", pattern, err)
@@ -59,21 +60,25 @@ func TestTenantACLRules(t *testing.T) {
 		"resetkeys", "~team-a/*", "~{team-a/*",
 		"resetchannels", "&{team-a/*", "&team-a/*",
 		"-@all",
-		"+eval", "+evalsha", "+get", "+set", "+del", "+exists", "+incr", "+decr", "+time", "+pexpire", "+pttl", "+publish",
+		"+get", "+set", "+del", "+exists", "+incr", "+decr", "+time", "+pexpire", "+pttl", "+publish",
 		"+zadd", "+zrem", "+zrange", "+zpopmin",
 		"+type", "+zcard", "+zscore", "+zrangebyscore", "+zremrangebyscore", "+hdel", "+hgetall",
 		"+wait", "+ping", "+subscribe", "+unsubscribe", "+multi", "+exec", "+hget", "+hset", "+hmget",
 	}
+	scripts := []string{"+eval", "+evalsha"}
 	tests := []struct {
 		name  string
 		opts  protocol.ACLOptions
 		extra []string
 	}{
-		{"standalone db 0", protocol.ACLOptions{}, nil},
-		{"db 3 selects", protocol.ACLOptions{DB: 3}, []string{"+select"}},
-		{"sharded pub/sub", protocol.ACLOptions{ShardedPubSub: true}, []string{"+spublish", "+ssubscribe", "+sunsubscribe"}},
-		{"cluster", protocol.ACLOptions{Cluster: true}, []string{"+cluster|slots", "+asking", "+readonly", "+command"}},
-		{"client setinfo", protocol.ACLOptions{ClientSetInfo: true}, []string{"+client|setinfo"}},
+		{"standalone db 0", protocol.ACLOptions{}, scripts},
+		{"db 3 selects", protocol.ACLOptions{DB: 3}, append(scripts, "+select")},
+		{"sharded pub/sub", protocol.ACLOptions{ShardedPubSub: true}, append(scripts, "+spublish", "+ssubscribe", "+sunsubscribe")},
+		{"cluster", protocol.ACLOptions{Cluster: true}, append(scripts, "+cluster|slots", "+asking", "+readonly", "+command")},
+		{"client setinfo", protocol.ACLOptions{ClientSetInfo: true}, append(scripts, "+client|setinfo")},
+		{"functions beside scripts", protocol.ACLOptions{Functions: true}, append(scripts, "+fcall", "+fcall_ro")},
+		// No Lua of the tenant's own: it cannot stall the shared server.
+		{"functions only", protocol.ACLOptions{Functions: true, FunctionsOnly: true}, []string{"+fcall", "+fcall_ro"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,6 +160,7 @@ func TestTenantACLRulesRefuseBadInput(t *testing.T) {
 		{"brace", "{team", protocol.ACLOptions{}},
 		{"too long", strings.Repeat("a", 64), protocol.ACLOptions{}},
 		{"negative db", "team-a", protocol.ACLOptions{DB: -1}},
+		{"functions only without functions", "team-a", protocol.ACLOptions{FunctionsOnly: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

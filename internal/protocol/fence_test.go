@@ -16,7 +16,7 @@ func TestRaiseFenceRefusesNonCanonicalTokens(t *testing.T) {
 	counter := protocol.FenceKey("floor")
 	s.must(s.c.Set(s.ctx, counter, "12345678", 0).Err())
 	for _, token := range []string{"0000000000000009", "012345679", "00", "+9", "-1", "1e9", " 9", "", "9007199254740992"} {
-		err := protocol.RaiseFenceScript.Run(s.ctx, s.c, []string{counter}, token).Err()
+		err := s.run(protocol.RaiseFenceScript, []string{counter}, token).Err()
 		if err == nil || !strings.Contains(err.Error(), "redlease: fence") {
 			t.Errorf("raising to %q = %v, want the script's refusal", token, err)
 		}
@@ -32,7 +32,7 @@ func TestRaiseFenceRefusesNonCanonicalTokens(t *testing.T) {
 		{"12345679", 1, "12345679"},
 		{"9007199254740991", 1, "9007199254740991"},
 	} {
-		n, err := protocol.RaiseFenceScript.Run(s.ctx, s.c, []string{counter}, tt.token).Int()
+		n, err := s.run(protocol.RaiseFenceScript, []string{counter}, tt.token).Int()
 		s.must(err)
 		expect(t, n, tt.raised, "raised to "+tt.token)
 		expect(t, s.c.Get(s.ctx, counter).Val(), tt.after, "the counter after "+tt.token)

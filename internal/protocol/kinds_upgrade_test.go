@@ -62,7 +62,7 @@ func TestUnrevisedLockScriptsBesideASemaphore(t *testing.T) {
 	}
 	expect(t, s.give(key, old, time.Second), false, "the revised release of a key a semaphore holds")
 	expect(t, s.c.ZCard(s.ctx, protocol.LineKey(key)).Val(), 0, "places in the lock's line after the revised release")
-	n, err := protocol.RenewScript.Run(s.ctx, s.c, []string{key}, old, 10000).Int()
+	n, err := s.run(protocol.RenewScript, []string{key}, old, 10000).Int()
 	s.must(err)
 	expect(t, n, 0, "the revised renewal of a key a semaphore holds")
 	expectHolders(t, s.permits(key), "sem:1")

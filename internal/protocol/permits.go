@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // MaxPermits bounds a semaphore's number of permits: one release or FIFO
@@ -53,8 +51,8 @@ type Permits struct {
 // ReadPermits reads a semaphore's live permits and its fence counter in one
 // script, on the server's clock. Values are reduced to identities here and
 // go no further. A key a lock holds is an error (WRONGTYPE).
-func ReadPermits(ctx context.Context, c redis.Scripter, key string) (Permits, error) {
-	reply, err := readPermitsScript.Run(ctx, c, []string{key, HoldersKey(key), FenceKey(key)}).Slice()
+func ReadPermits(ctx context.Context, r Runner, key string) (Permits, error) {
+	reply, err := r.Run(ctx, Call{readPermitsScript, []string{key, HoldersKey(key), FenceKey(key)}, nil}).Slice()
 	if err != nil {
 		return Permits{}, fmt.Errorf("reading semaphore %q: %w", key, err)
 	}

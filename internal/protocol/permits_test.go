@@ -27,28 +27,28 @@ func (s *server) permit(key, value string, permits int, queued bool) (bool, int6
 
 func (s *server) permitWith(key string, args protocol.AcquireArgs) (bool, int64) {
 	s.t.Helper()
-	res, err := protocol.AcquirePermitScript.Run(s.ctx, s.c, protocol.AcquirePermitKeys(key), args.PermitArgv()...).Int64Slice()
+	res, err := s.run(protocol.AcquirePermitScript, protocol.AcquirePermitKeys(key), args.PermitArgv()...).Int64Slice()
 	s.must(err)
 	return res[0] == 1, res[1]
 }
 
 func (s *server) givePermit(key, value string, permits int, window time.Duration) bool {
 	s.t.Helper()
-	ok, err := protocol.ReleasePermit(s.ctx, s.c, key, value, permits, window, false, false)
+	ok, err := protocol.ReleasePermit(s.ctx, s.r, key, value, permits, window, false, false)
 	s.must(err)
 	return ok
 }
 
 func (s *server) renewPermit(key, value string) bool {
 	s.t.Helper()
-	n, err := protocol.RenewPermitScript.Run(s.ctx, s.c, protocol.RenewPermitKeys(key), value, 10000).Int()
+	n, err := s.run(protocol.RenewPermitScript, protocol.RenewPermitKeys(key), value, 10000).Int()
 	s.must(err)
 	return n == 1
 }
 
 func (s *server) permits(key string) protocol.Permits {
 	s.t.Helper()
-	p, err := protocol.ReadPermits(s.ctx, s.c, key)
+	p, err := protocol.ReadPermits(s.ctx, s.r, key)
 	s.must(err)
 	return p
 }
@@ -168,7 +168,7 @@ func TestLocksAndSemaphoresOnOneKeyExcludeEachOther(t *testing.T) {
 		t.Fatalf("a permit attempt on a locked key learns %d ms, want the lock's PTTL", ms)
 	}
 	expect(t, s.c.ZCard(s.ctx, protocol.LineKey(key)).Val(), 0, "permit waiters in the lock's line")
-	if _, err := protocol.ReadPermits(s.ctx, s.c, key); err == nil {
+	if _, err := protocol.ReadPermits(s.ctx, s.r, key); err == nil {
 		t.Fatal("reading a lock as a semaphore succeeded")
 	}
 	expect(t, s.give(key, holder, time.Second), true, "lock release")

@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-// The scripts are the Redis half of the protocol. go-redis runs them with
-// EVALSHA and falls back to EVAL once per server. Redis scripts cannot call
-// one another, so the pieces two scripts share (the fence, the waiting
+// The scripts are the Redis half of the protocol, run as the functions of
+// one library (functions.go) or with EVALSHA/EVAL. Redis scripts cannot
+// call one another, so the pieces two scripts share (the fence, the waiting
 // line, finishing an acquisition) are Lua functions prepended to each: one
 // definition, two scripts.
 var (
@@ -31,21 +29,21 @@ var (
 	// AcquireScript: KEYS AcquireKeys; ARGV AcquireArgs.argv. Replies {1,
 	// fence} when acquired, {0, pttl} when not, or an error with the lock
 	// key not taken.
-	AcquireScript = redis.NewScript(fenceSrc + lineSrc + takenSrc + valueSrc + acquireSrc)
+	AcquireScript = newScript("acquire", fenceSrc+lineSrc+takenSrc+valueSrc+acquireSrc, false)
 
 	//go:embed lua/release.lua
 	releaseSrc    string
-	releaseScript = redis.NewScript(lineSrc + valueSrc + releaseSrc)
+	releaseScript = newScript("release", lineSrc+valueSrc+releaseSrc, false)
 
 	//go:embed lua/renew.lua
 	renewSrc string
 	// RenewScript: KEYS lock key; ARGV value, ttl (ms). Replies 1 when
 	// extended, 0 when the key was no longer ours.
-	RenewScript = redis.NewScript(valueSrc + renewSrc)
+	RenewScript = newScript("renew", valueSrc+renewSrc, false)
 
 	//go:embed lua/raise_fence.lua
 	raiseFenceSrc    string
-	raiseFenceScript = redis.NewScript(raiseFenceSrc)
+	raiseFenceScript = newScript("raise_fence", raiseFenceSrc, false)
 
 	// The semaphore's scripts (protocol 3) share the line's functions and
 	// those of the holder set, lua/permits.lua.
@@ -58,22 +56,42 @@ var (
 	// AcquireArgs.PermitArgv. Replies {1, fence} when acquired, {0, ms}
 	// when not (ms until a permit frees by expiry alone), or an error with
 	// no permit taken.
-	AcquirePermitScript = redis.NewScript(fenceSrc + lineSrc + permitsSrc + takenSrc + permitAcquireSrc)
+	AcquirePermitScript = newScript("permit_acquire", fenceSrc+lineSrc+permitsSrc+takenSrc+permitAcquireSrc, false)
 
 	//go:embed lua/permit_release.lua
 	permitReleaseSrc    string
-	releasePermitScript = redis.NewScript(lineSrc + permitsSrc + permitReleaseSrc)
+	releasePermitScript = newScript("permit_release", lineSrc+permitsSrc+permitReleaseSrc, false)
 
 	//go:embed lua/permit_renew.lua
 	permitRenewSrc string
 	// RenewPermitScript: KEYS RenewPermitKeys; ARGV value, ttl (ms).
 	// Replies 1 when extended, 0 when the value no longer held a permit.
-	RenewPermitScript = redis.NewScript(lineSrc + permitsSrc + permitRenewSrc)
+	RenewPermitScript = newScript("permit_renew", lineSrc+permitsSrc+permitRenewSrc, false)
 
 	//go:embed lua/permit_read.lua
 	permitReadSrc     string
-	readPermitsScript = redis.NewScript(lineSrc + permitsSrc + permitReadSrc)
+	readPermitsScript = newScript("permit_read", lineSrc+permitsSrc+permitReadSrc, true)
+
+	//go:embed lua/fence_write.lua
+	fenceWriteSrc string
+	// FenceWriteScript is pkg/fence's fenced write: KEYS resource hash;
+	// ARGV token (canonical decimal), value. Replies {"1", token} when
+	// accepted, {"0", current} when stale.
+	FenceWriteScript = newScript("fence_write", fenceWriteSrc, false)
+
+	//go:embed lua/election_record.lua
+	electionRecordSrc string
+	// ElectionRecordScript is pkg/election's compare-and-set of a leader
+	// election record: KEYS record key; ARGV the record last seen, the new
+	// record, the TTL (ms). Replies 1 when written, 0 when the key is
+	// gone, -1 on a conflict.
+	ElectionRecordScript = newScript("election_record", electionRecordSrc, false)
 )
+
+// scripts are every script of the protocol, in the order the library
+// registers them.
+var scripts = []*Script{AcquireScript, releaseScript, RenewScript, raiseFenceScript, AcquirePermitScript,
+	releasePermitScript, RenewPermitScript, readPermitsScript, FenceWriteScript, ElectionRecordScript}
 
 // HandoffWindow bounds how long a released key waits for the waiter it was
 // handed to (at most the lock's TTL): a waiter that died at the head of the
@@ -145,9 +163,9 @@ func Millis(d time.Duration) int64 {
 // deletes it (and with announce says "released"); a value that does not
 // hold the key leaves the line. False when the key was not ours. sharded
 // is AcquireArgs.Sharded.
-func Release(ctx context.Context, c redis.Scripter, key, value string, window time.Duration, announce, sharded bool) (bool, error) {
+func Release(ctx context.Context, r Runner, key, value string, window time.Duration, announce, sharded bool) (bool, error) {
 	keys := []string{key, EventsChannel(key), LineKey(key)}
-	n, err := releaseScript.Run(ctx, c, keys, value, Millis(window), flag(announce), flag(sharded)).Int64()
+	n, err := r.Run(ctx, Call{releaseScript, keys, []any{value, Millis(window), flag(announce), flag(sharded)}}).Int64()
 	if err != nil {
 		return false, fmt.Errorf("release %q: %w", key, err)
 	}
@@ -161,11 +179,11 @@ var ErrFenceRange = errors.New("fence above 2^53-1, the largest exact Lua number
 // RaiseFence sets key's fence counter to at least fence and reports whether
 // it was raised. It never lowers a counter. Redlock's write-back and the
 // controller's fence floor use it.
-func RaiseFence(ctx context.Context, c redis.Scripter, key string, fence uint64) (bool, error) {
+func RaiseFence(ctx context.Context, r Runner, key string, fence uint64) (bool, error) {
 	if fence > MaxFence {
 		return false, fmt.Errorf("raising the fence of %q to %d: %w", key, fence, ErrFenceRange)
 	}
-	n, err := raiseFenceScript.Run(ctx, c, []string{FenceKey(key)}, strconv.FormatUint(fence, 10)).Int()
+	n, err := r.Run(ctx, Call{raiseFenceScript, []string{FenceKey(key)}, []any{strconv.FormatUint(fence, 10)}}).Int()
 	if err != nil {
 		return false, fmt.Errorf("raising the fence of %q: %w", key, err)
 	}
@@ -185,9 +203,9 @@ func RenewPermitKeys(key string) []string { return []string{key, HoldersKey(key)
 // waiters in line (each has window to confirm); when it hands none and
 // announce is set it says "released". A value holding no permit leaves the
 // line. False when value held no permit. sharded is AcquireArgs.Sharded.
-func ReleasePermit(ctx context.Context, c redis.Scripter, key, value string, permits int, window time.Duration, announce, sharded bool) (bool, error) {
+func ReleasePermit(ctx context.Context, r Runner, key, value string, permits int, window time.Duration, announce, sharded bool) (bool, error) {
 	keys := []string{key, EventsChannel(key), PermitLineKey(key), HoldersKey(key)}
-	n, err := releasePermitScript.Run(ctx, c, keys, value, Millis(window), flag(announce), permits, flag(sharded)).Int64()
+	n, err := r.Run(ctx, Call{releasePermitScript, keys, []any{value, Millis(window), flag(announce), permits, flag(sharded)}}).Int64()
 	if err != nil {
 		return false, fmt.Errorf("release a permit of %q: %w", key, err)
 	}

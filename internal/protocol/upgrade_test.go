@@ -25,17 +25,25 @@ var (
 )
 
 // server runs both protocols' scripts on one redis-server; every call
-// fails the test on a Redis error, so the tests read as the protocol.
+// fails the test on a Redis error, so the tests read as the protocol. The
+// current protocol's scripts run the way -protocol.functions says (r).
 type server struct {
 	t   *testing.T
 	ctx context.Context
 	c   *redis.Client
+	r   protocol.Runner
 	// lastFence is the last fence took saw.
 	lastFence int64
 }
 
 func newServer(t *testing.T) *server {
-	return &server{t: t, ctx: t.Context(), c: redistest.StartStandalone(t).Client(t)}
+	c := redistest.StartStandalone(t).Client(t)
+	return &server{t: t, ctx: t.Context(), c: c, r: runner(t, c)}
+}
+
+// run runs the current protocol's script on the server.
+func (s *server) run(script *protocol.Script, keys []string, args ...any) *redis.Cmd {
+	return s.r.Run(s.ctx, protocol.Call{Script: script, Keys: keys, Args: args})
 }
 
 func (s *server) must(err error) {
@@ -66,14 +74,14 @@ func (s *server) take(key, value string, queued bool) (bool, int64) {
 	s.t.Helper()
 	args := protocol.AcquireArgs{Value: value, TTL: 10 * time.Second, Fencing: true, Identity: "new-pod:1",
 		Place: time.Minute, Queued: queued, Window: time.Second}
-	res, err := protocol.AcquireScript.Run(s.ctx, s.c, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
+	res, err := s.run(protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
 	s.must(err)
 	return res[0] == 1, res[1]
 }
 
 func (s *server) give(key, value string, window time.Duration) bool {
 	s.t.Helper()
-	ok, err := protocol.Release(s.ctx, s.c, key, value, window, false, false)
+	ok, err := protocol.Release(s.ctx, s.r, key, value, window, false, false)
 	s.must(err)
 	return ok
 }
@@ -275,7 +283,7 @@ func TestAFreeKeyGoesToTheHeadOnlyWithFIFO(t *testing.T) {
 			caller := value(t, "caller:1")
 			args := protocol.AcquireArgs{Value: caller, TTL: 10 * time.Second, Fencing: true, Identity: "caller:1",
 				Place: time.Minute, FIFO: tt.fifo, Window: time.Second}
-			res, err := protocol.AcquireScript.Run(ctx, c, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
+			res, err := s.run(protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
 			if err != nil {
 				t.Fatal(err)
 			}

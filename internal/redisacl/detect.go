@@ -21,14 +21,15 @@ import (
 // parsing versions, so a backport or a fork answers for itself.
 func DetectOptions(ctx context.Context, c *redis.Client, opts protocol.ACLOptions) (protocol.ACLOptions, error) {
 	// One reply per name, null for a command the server does not have.
-	infos, err := c.Do(ctx, "command", "info", "spublish", "client|setinfo").Slice()
+	infos, err := c.Do(ctx, "command", "info", "spublish", "client|setinfo", "fcall").Slice()
 	if err != nil {
 		return opts, fmt.Errorf("redisacl: COMMAND INFO on %s: %w", c.Options().Addr, classify(err))
 	}
-	if len(infos) != 2 {
-		return opts, fmt.Errorf("redisacl: COMMAND INFO on %s: %d replies for 2 commands", c.Options().Addr, len(infos))
+	if len(infos) != 3 {
+		return opts, fmt.Errorf("redisacl: COMMAND INFO on %s: %d replies for 3 commands", c.Options().Addr, len(infos))
 	}
 	opts.ShardedPubSub = infos[0] != nil
 	opts.ClientSetInfo = infos[1] != nil
+	opts.Functions = infos[2] != nil
 	return opts, nil
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // TestDetectOptions checks COMMAND INFO's answer against the server's
-// version: sharded pub/sub from 7.0, CLIENT SETINFO from 7.2; the fields
+// version: sharded pub/sub and functions from 7.0, CLIENT SETINFO from 7.2; the fields
 // the caller set are kept.
 func TestDetectOptions(t *testing.T) {
 	s := redistest.StartStandalone(t)
@@ -30,7 +30,7 @@ func TestDetectOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := protocol.ACLOptions{DB: 2, Cluster: true, ShardedPubSub: major >= 7, ClientSetInfo: major > 7 || major == 7 && minor >= 2}
+	want := protocol.ACLOptions{DB: 2, Cluster: true, ShardedPubSub: major >= 7, Functions: major >= 7, ClientSetInfo: major > 7 || major == 7 && minor >= 2}
 	if got != want {
 		t.Errorf("redis %s: DetectOptions = %+v, want %+v", info["redis_version"], got, want)
 	}

@@ -27,12 +27,26 @@ import (
 // through its observer's transaction); the leader writes with its fence
 // through pkg/fence's Redis store; client-go's resource lock on Redis
 // creates, reads and updates its record. No node logs an ACL denial.
+//
+// With functionsOnly the library is loaded and the tenant may not run
+// scripts: everything goes through FCALL.
 func TestTenantRunsElectionAndFencedWrites(t *testing.T) {
-	t.Parallel()
+	for _, functionsOnly := range []bool{false, true} {
+		t.Run(map[bool]string{false: "scripts and functions", true: "functions only"}[functionsOnly], func(t *testing.T) {
+			t.Parallel()
+			runTenantElection(t, functionsOnly)
+		})
+	}
+}
+
+func runTenantElection(t *testing.T, functionsOnly bool) {
 	ctx := testContext(t)
 	s := redistest.StartStandalone(t)
+	if functionsOnly {
+		loadLibrary(ctx, t, []*redistest.Server{s})
+	}
 	pw := redisacl.NewPassword()
-	user := provision(ctx, t, []*redistest.Server{s}, "team-a", protocol.ACLOptions{}, redisacl.Passwords{Current: pw})
+	user := provision(ctx, t, []*redistest.Server{s}, "team-a", protocol.ACLOptions{FunctionsOnly: functionsOnly}, redisacl.Passwords{Current: pw})
 	resetACLLog(ctx, t, []*redistest.Server{s})
 
 	runCtx, stop := context.WithTimeout(ctx, 20*time.Second)

@@ -73,29 +73,76 @@ func TestTenantRunsTheLockLifecycle(t *testing.T) {
 		{"cluster", cluster},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := testContext(t)
-			d := tt.start(t)
-			pw := redisacl.NewPassword()
-			user := provision(ctx, t, d.nodes, "team-a", d.opts, redisacl.Passwords{Current: pw})
-			resetACLLog(ctx, t, d.nodes)
-
-			opts := []lock.Option{lock.WithTTL(lifecycleTTL), lock.WithFencing(true)}
-			holder := d.locker(t, user, pw, append(opts, lock.WithIdentity("holder"))...)
-			waiter := d.locker(t, user, pw, append(opts, lock.WithIdentity("waiter"))...)
-			runLifecycle(ctx, t, d.nodes, holder, waiter)
-			if !d.noSemaphores {
-				runSemaphoreLifecycle(ctx, t, d.nodes, holder, waiter)
+		for _, functionsOnly := range []bool{false, true} {
+			name := tt.name + "/scripts and functions"
+			if functionsOnly {
+				name = tt.name + "/functions only"
 			}
-			exercisePubSub(ctx, t, d.client(t, user, pw))
-			if d.extra != nil {
-				d.extra(ctx, t, user, pw)
-			}
-
-			requireNoDenials(ctx, t, d.nodes)
-		})
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				runTenantLifecycle(t, tt.start(t), functionsOnly)
+			})
+		}
 	}
+}
+
+// runTenantLifecycle runs the lifecycle on d as team-a. functionsOnly: the
+// library is loaded on every master and the tenant may run nothing but its
+// functions — no EVAL, EVALSHA, SCRIPT or FUNCTION — and does it all
+// through FCALL.
+func runTenantLifecycle(t *testing.T, d deployment, functionsOnly bool) {
+	ctx := testContext(t)
+	d.opts.FunctionsOnly = functionsOnly
+	if functionsOnly {
+		loadLibrary(ctx, t, d.nodes)
+	}
+	pw := redisacl.NewPassword()
+	user := provision(ctx, t, d.nodes, "team-a", d.opts, redisacl.Passwords{Current: pw})
+	resetACLLog(ctx, t, d.nodes)
+	opts := []lock.Option{lock.WithTTL(lifecycleTTL), lock.WithFencing(true)}
+	holder := d.locker(t, user, pw, append(opts, lock.WithIdentity("holder"))...)
+	waiter := d.locker(t, user, pw, append(opts, lock.WithIdentity("waiter"))...)
+	runLifecycle(ctx, t, d.nodes, holder, waiter)
+	if !d.noSemaphores {
+		runSemaphoreLifecycle(ctx, t, d.nodes, holder, waiter)
+	}
+	exercisePubSub(ctx, t, d.client(t, user, pw))
+	if d.extra != nil {
+		d.extra(ctx, t, user, pw)
+	}
+	requireNoDenials(ctx, t, d.nodes)
+	if functionsOnly {
+		refusesLua(ctx, t, d.client(t, user, pw))
+	}
+}
+
+// loadLibrary loads the protocol's function library on every master of
+// nodes; the replicas receive it from their masters.
+func loadLibrary(ctx context.Context, t *testing.T, nodes []*redistest.Server) {
+	t.Helper()
+	for _, n := range nodes {
+		info, err := n.Info(ctx, "replication")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info["role"] != "master" {
+			continue
+		}
+		if err := protocol.LoadLibrary(ctx, n.Client(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// refusesLua checks that a functions-only tenant can run no Lua of its
+// own: a busy loop would stall the shared server for every tenant.
+func refusesLua(ctx context.Context, t *testing.T, c redis.UniversalClient) {
+	t.Helper()
+	const loop = "local i = 0 while true do i = i + 1 end"
+	wantNoPerm(t, "EVAL", c.Eval(ctx, loop, []string{tenantKey}).Err())
+	wantNoPerm(t, "EVALSHA", c.EvalSha(ctx, "0000000000000000000000000000000000000000", []string{tenantKey}).Err())
+	wantNoPerm(t, "SCRIPT LOAD", c.ScriptLoad(ctx, loop).Err())
+	wantNoPerm(t, "FUNCTION LOAD", c.FunctionLoad(ctx, "#!lua name=mine\nredis.register_function('mine', function() "+loop+" end)").Err())
 }
 
 // single is a deployment whose tenants reach one server through client.

@@ -171,10 +171,10 @@ func checkHolder(ctx context.Context, t *testing.T, srv *redistest.Server, c *re
 	if err != nil || !h.Held || h.Identity != "me" || !h.FenceSet || h.Fence != lease.Fence() {
 		t.Errorf("ReadHolder = %+v, %v; want me with fence %d", h, err, lease.Fence())
 	}
-	if raised, err := protocol.RaiseFence(ctx, c, "k", lease.Fence()-1); err != nil || raised {
+	if raised, err := protocol.RaiseFence(ctx, protocol.Scripts(c), "k", lease.Fence()-1); err != nil || raised {
 		t.Errorf("RaiseFence below the counter = %v, %v; want no change", raised, err)
 	}
-	if raised, err := protocol.RaiseFence(ctx, c, "k", lease.Fence()+100); err != nil || !raised {
+	if raised, err := protocol.RaiseFence(ctx, protocol.Scripts(c), "k", lease.Fence()+100); err != nil || !raised {
 		t.Errorf("RaiseFence above = %v, %v", raised, err)
 	}
 	if err := c.Set(ctx, "foreign", "not-ours", 0).Err(); err != nil {

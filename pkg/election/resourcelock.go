@@ -3,7 +3,6 @@ package election
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,11 +30,6 @@ const DefaultRecordTTLFactor = 10
 // recordResource names the record in the Kubernetes-style errors that
 // client-go's LeaderElector inspects (IsNotFound, IsConflict).
 var recordResource = schema.GroupResource{Group: "redlease.io", Resource: "leaderelectionrecords"}
-
-//go:embed lua/update_record.lua
-var updateRecordSrc string
-
-var updateRecordScript = redis.NewScript(updateRecordSrc)
 
 // ResourceLock is client-go's resourcelock.Interface on one Redis key, for
 // client-go's leaderelection.LeaderElector and for controller-runtime
@@ -66,6 +60,9 @@ type ResourceLock struct {
 	recorder  resourcelock.EventRecorder
 	subject   runtime.Object
 	log       logr.Logger
+	// calls runs the record's compare-and-set: a function of the redlease
+	// library where the server has it, else EVALSHA.
+	calls *protocol.Caller
 
 	mu   sync.Mutex
 	last []byte // the record last read or written; nil before Get or Create
@@ -99,7 +96,7 @@ func WithLogger(log logr.Logger) ResourceLockOption {
 // It does no I/O; bad arguments fail with an error matching
 // lock.ErrInvalidConfig.
 func NewResourceLock(client redis.UniversalClient, key, identity string, opts ...ResourceLockOption) (*ResourceLock, error) {
-	l := &ResourceLock{client: client, key: key, identity: identity, ttlFactor: DefaultRecordTTLFactor}
+	l := &ResourceLock{client: client, key: key, identity: identity, ttlFactor: DefaultRecordTTLFactor, calls: protocol.NewCaller(protocol.FunctionsAuto)}
 	for _, o := range opts {
 		o(l)
 	}
@@ -171,7 +168,8 @@ func (l *ResourceLock) Update(ctx context.Context, ler resourcelock.LeaderElecti
 		return err
 	}
 	ttl := l.ttl(ler)
-	n, err := updateRecordScript.Run(ctx, l.client, []string{l.key}, last, raw, ttl.Milliseconds()).Int()
+	update := protocol.Call{Script: protocol.ElectionRecordScript, Keys: []string{l.key}, Args: []any{last, raw, ttl.Milliseconds()}}
+	n, err := l.calls.On(l.client).Run(ctx, update).Int()
 	if err != nil {
 		return fmt.Errorf("election: updating the record %q: %w", l.key, err)
 	}

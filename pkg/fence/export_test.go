@@ -1,5 +1,7 @@
 package fence
 
+import "github.com/redlease/redlease/internal/protocol"
+
 // WriteScript lets the tests send tokens Write never sends, as another
 // implementation could.
-var WriteScript = writeScript
+var WriteScript = protocol.FenceWriteScript

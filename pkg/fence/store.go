@@ -2,12 +2,13 @@ package fence
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/internal/protocol"
 )
 
 // ErrStale reports a write refused because its token was not greater than
@@ -32,16 +33,14 @@ func (e *StaleError) Error() string {
 // Is makes errors.Is(err, ErrStale) true.
 func (e *StaleError) Is(target error) bool { return target == ErrStale }
 
-//go:embed write.lua
-var writeSrc string
-
-var writeScript = redis.NewScript(writeSrc)
-
 // RedisStore is a fenced key/value store on Redis: each resource is a hash
 // {token, value} under Prefix+resource.
 type RedisStore struct {
 	client redis.UniversalClient
 	prefix string
+	// calls runs the write script: a function of the redlease library
+	// where the server has it, else EVALSHA (protocol.FunctionsAuto).
+	calls *protocol.Caller
 }
 
 // NewRedisStore returns a store whose keys are prefix+resource. The prefix
@@ -50,13 +49,14 @@ func NewRedisStore(client redis.UniversalClient, prefix string) *RedisStore {
 	if prefix == "" {
 		prefix = "fence:"
 	}
-	return &RedisStore{client: client, prefix: prefix}
+	return &RedisStore{client: client, prefix: prefix, calls: protocol.NewCaller(protocol.FunctionsAuto)}
 }
 
 // Write stores value for resource if token is greater than the last token
 // accepted for it; otherwise it returns a *StaleError matching ErrStale.
 func (s *RedisStore) Write(ctx context.Context, resource string, token uint64, value string) error {
-	res, err := writeScript.Run(ctx, s.client, []string{s.prefix + resource}, strconv.FormatUint(token, 10), value).StringSlice()
+	write := protocol.Call{Script: protocol.FenceWriteScript, Keys: []string{s.prefix + resource}, Args: []any{strconv.FormatUint(token, 10), value}}
+	res, err := s.calls.On(s.client).Run(ctx, write).StringSlice()
 	if err != nil {
 		return fmt.Errorf("fence: write %q: %w", resource, err)
 	}

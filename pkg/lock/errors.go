@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redlease/redlease/internal/protocol"
 )
 
 // Sentinel errors. Match them with errors.Is; errors that carry data
@@ -29,6 +31,11 @@ var (
 	// ErrMaxHoldExceeded is the cause wrapped by ErrLeaseLost when renewal
 	// stopped because the lease reached its WithMaxHold limit.
 	ErrMaxHoldExceeded = errors.New("lock: max hold time reached")
+	// ErrLibraryMissing: the server has not loaded the redlease function
+	// library and refuses this caller's scripts (a tenant of a store that
+	// allows functions only, before the operator loaded it). Acquire
+	// retries it within its context; see WithFunctions.
+	ErrLibraryMissing = protocol.ErrLibraryMissing
 )
 
 // NotAcquiredError reports a lock held by someone else (or a semaphore

@@ -348,6 +348,8 @@ func retryable(err error) bool {
 	switch {
 	case errors.Is(err, ErrQuorum):
 		return true // nodes failed; another attempt may reach a majority
+	case errors.Is(err, ErrLibraryMissing):
+		return true // whoever loads the library (the operator) is on it
 	case errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrClosed), errors.Is(err, ErrNotReplicated),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false

@@ -31,6 +31,7 @@ type config struct {
 	registerer    prometheus.Registerer
 	closeTimeout  time.Duration
 	nodeTimeout   time.Duration // Redlock; 0: nodeTimeoutFor's default
+	functions     Functions
 }
 
 const (
@@ -139,6 +140,33 @@ func WithFIFO() Option { return func(c *config) { c.fifo = true } }
 // waiter and says so itself).
 func WithHolderMessages() Option { return func(c *config) { c.announce = true } }
 
+// Functions says how a Locker runs the protocol's Lua: as the functions of
+// the redlease library (FCALL, Redis 7.0 and later and Valkey) or as
+// scripts (EVALSHA).
+type Functions = protocol.FunctionsMode
+
+const (
+	// FunctionsAuto calls the library's functions on servers that have the
+	// library loaded (the operator loads it on the servers of its stores)
+	// and runs scripts elsewhere: a Locker tries functions first, and the
+	// way that works is the one it keeps until a call says otherwise (the
+	// library wiped by a restart-empty, a store that refuses scripts).
+	FunctionsAuto = protocol.FunctionsAuto
+	// FunctionsOff only runs scripts (EVALSHA, EVAL on first use).
+	FunctionsOff = protocol.FunctionsOff
+	// FunctionsLoad loads the library where it is missing (FUNCTION LOAD
+	// rights needed: a library-only user on its own Redis), then calls it.
+	FunctionsLoad = protocol.FunctionsLoad
+)
+
+// WithFunctions chooses how the Locker runs the protocol's Lua. Default
+// FunctionsAuto. Where the library is missing and scripts are refused (a
+// tenant of a store that allows functions only, before the operator loaded
+// it), Acquire waits and retries within its context, as for any transient
+// error; TryAcquire, Renew and Release return an error wrapping
+// ErrLibraryMissing.
+func WithFunctions(f Functions) Option { return func(c *config) { c.functions = f } }
+
 // WithClock injects the time source (tests). Default: the system clock.
 func WithClock(clock Clock) Option { return func(c *config) { c.clock = clock } }
 
@@ -180,6 +208,8 @@ func (c *config) validate() error {
 		return invalidConfig("node timeout %v must be shorter than ttl %v", c.nodeTimeout, c.ttl)
 	case c.clock == nil:
 		return invalidConfig("nil clock")
+	case c.functions < FunctionsAuto || c.functions > FunctionsLoad:
+		return invalidConfig("unknown Functions %d", c.functions)
 	}
 	return invalid(protocol.ValidateIdentity(c.identity))
 }

@@ -86,13 +86,13 @@ func TestFailedAcquireLeavesNoKey(t *testing.T) {
 func TestRaiseFenceRefusesInexactFloors(t *testing.T) {
 	_, client := startRedis(t)
 	ctx := ctxTimeout(t, 10*time.Second)
-	if _, err := protocol.RaiseFence(ctx, client, "floor", 1<<53); !errors.Is(err, protocol.ErrFenceRange) {
+	if _, err := protocol.RaiseFence(ctx, protocol.Scripts(client), "floor", 1<<53); !errors.Is(err, protocol.ErrFenceRange) {
 		t.Fatalf("RaiseFence(2^53) = %v, want ErrFenceRange", err)
 	}
 	if n := client.Exists(ctx, protocol.FenceKey("floor")).Val(); n != 0 {
 		t.Fatal("the refused floor was written")
 	}
-	raised, err := protocol.RaiseFence(ctx, client, "floor", 1<<53-1)
+	raised, err := protocol.RaiseFence(ctx, protocol.Scripts(client), "floor", 1<<53-1)
 	if err != nil || !raised {
 		t.Fatalf("RaiseFence(2^53-1) = %v, %v; want raised", raised, err)
 	}

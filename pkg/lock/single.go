@@ -32,6 +32,9 @@ type single struct {
 	// giveBackTimeout bounds the release of an acquisition that will not
 	// be used (a failed WAIT, an attempt whose outcome is unknown).
 	giveBackTimeout time.Duration
+	// calls runs the scripts: the library's functions or EVALSHA
+	// (WithFunctions).
+	calls *protocol.Caller
 
 	// givingBack tracks background give-backs; stop cancels them on close.
 	// closed (under mu) refuses new ones once close waits for them: an
@@ -57,7 +60,7 @@ func newSingle(client redis.UniversalClient, c *config) (*single, error) {
 	_, sharded := client.(*redis.ClusterClient)
 	return &single{client: client, identity: c.identity, fencing: c.fencing, announce: c.announce, released: c.announce, fifo: c.fifo, sharded: sharded,
 		window: c.handoffWindow(), acks: c.replicaAcks, ackTimeout: c.replicaWait,
-		giveBackTimeout: min(c.ttl, c.closeTimeout), stopCtx: stopCtx, stop: stop}, nil
+		giveBackTimeout: min(c.ttl, c.closeTimeout), calls: protocol.NewCaller(c.functions), stopCtx: stopCtx, stop: stop}, nil
 }
 
 // checkAckTimeout refuses a client WAIT cannot run on, or a WAIT timeout
@@ -111,12 +114,11 @@ func (s *single) acquire(ctx context.Context, t target, c claim) (attempt, error
 	key, value := t.key, c.value
 	args := protocol.AcquireArgs{Value: value, TTL: c.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
 		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits, Sharded: s.sharded}
-	var cmd, wait *redis.Cmd
+	call := protocol.Call{Script: protocol.AcquireScript, Keys: protocol.AcquireKeys(key), Args: args.Argv()}
 	if t.semaphore() {
-		cmd, wait = s.eval(ctx, key, protocol.AcquirePermitScript, protocol.AcquirePermitKeys(key), args.PermitArgv()...)
-	} else {
-		cmd, wait = s.eval(ctx, key, protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...)
+		call = protocol.Call{Script: protocol.AcquirePermitScript, Keys: protocol.AcquirePermitKeys(key), Args: args.PermitArgv()}
 	}
+	cmd, wait := s.eval(ctx, key, call)
 	a, err := parseAttempt(key, cmd)
 	if err != nil {
 		if ambiguous(err) {
@@ -153,29 +155,21 @@ func parseAttempt(key string, cmd *redis.Cmd) (attempt, error) {
 	return attempt{holderTTL: time.Duration(res[1]) * time.Millisecond}, nil
 }
 
-// eval runs script on key's server. Under WithReplicaAck, WAIT follows it
+// eval runs call on key's server. Under WithReplicaAck, WAIT follows it
 // in one pipeline — one round trip on one connection, which WAIT needs: it
 // counts the replication of the writes of the connection it is sent on.
 // wait is nil without WithReplicaAck; read it only when the script wrote.
-func (s *single) eval(ctx context.Context, key string, script *redis.Script, keys []string, args ...any) (cmd, wait *redis.Cmd) {
+func (s *single) eval(ctx context.Context, key string, call protocol.Call) (cmd, wait *redis.Cmd) {
 	if s.acks == 0 {
-		return script.Run(ctx, s.client, keys, args...), nil
+		return s.calls.On(s.client).Run(ctx, call), nil
 	}
 	node, err := s.master(ctx, key)
 	if err != nil {
 		return redis.NewCmdResult(nil, err), nil
 	}
-	withWait := func(eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd) {
-		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			cmd = eval(ctx, p, keys, args...)
-			wait = p.Do(ctx, "wait", s.acks, s.ackTimeout.Milliseconds())
-			return nil
-		})
-	}
-	withWait(script.EvalSha)
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") { // first use on this server: the script did not run
-		withWait(script.Eval)
-	}
+	cmd = s.calls.Pipelined(ctx, node, []protocol.Call{call}, func(p redis.Pipeliner) {
+		wait = p.Do(ctx, "wait", s.acks, s.ackTimeout.Milliseconds())
+	})[0]
 	return cmd, wait
 }
 
@@ -266,8 +260,7 @@ func ambiguous(err error) bool {
 // otherwise): a replica promoted after an unacknowledged renewal may hold
 // the key only as long as the previous acknowledged TTL.
 func (s *single) renew(ctx context.Context, t target, value string, ttl time.Duration) (bool, error) {
-	script, keys := renewScript(t)
-	cmd, wait := s.eval(ctx, t.key, script, keys, value, protocol.Millis(ttl))
+	cmd, wait := s.eval(ctx, t.key, renewCall(t, value, ttl))
 	ok, err := renewReply(t.key, cmd)
 	if !ok || err != nil {
 		return false, err
@@ -275,12 +268,12 @@ func (s *single) renew(ctx context.Context, t target, value string, ttl time.Dur
 	return true, s.acked(t.key, wait)
 }
 
-// renewScript is the renewal script of t and its KEYS.
-func renewScript(t target) (*redis.Script, []string) {
+// renewCall is the renewal of value's hold on t for ttl.
+func renewCall(t target, value string, ttl time.Duration) protocol.Call {
 	if t.semaphore() {
-		return protocol.RenewPermitScript, protocol.RenewPermitKeys(t.key)
+		return protocol.Call{Script: protocol.RenewPermitScript, Keys: protocol.RenewPermitKeys(t.key), Args: []any{value, protocol.Millis(ttl)}}
 	}
-	return protocol.RenewScript, []string{t.key}
+	return protocol.Call{Script: protocol.RenewScript, Keys: []string{t.key}, Args: []any{value, protocol.Millis(ttl)}}
 }
 
 func renewReply(key string, cmd *redis.Cmd) (bool, error) {
@@ -323,38 +316,15 @@ func (s *single) byNode(leases []*Lease) [][]*Lease {
 	return groups
 }
 
-// renewBatch renews rs in one pipeline (a ClusterClient splits it by node)
-// and answers for each. Scripts the server does not know yet (NOSCRIPT:
-// first use, or a restarted server) run again with EVAL.
+// renewBatch renews rs in one pipeline (the Caller runs again, in a
+// second one, those the server wants run another way: a script it does not
+// know yet, a function it does not have) and answers for each.
 func (s *single) renewBatch(ctx context.Context, rs []renewal) []renewResult {
-	cmds := make([]*redis.Cmd, len(rs))
-	send := func(eval bool, which []int) {
-		_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, i := range which {
-				script, keys := renewScript(rs[i].target)
-				run := script.EvalSha
-				if eval {
-					run = script.Eval
-				}
-				cmds[i] = run(ctx, p, keys, rs[i].value, protocol.Millis(rs[i].ttl))
-			}
-			return nil
-		})
+	calls := make([]protocol.Call, len(rs))
+	for i, r := range rs {
+		calls[i] = renewCall(r.target, r.value, r.ttl)
 	}
-	all := make([]int, len(rs))
-	for i := range all {
-		all[i] = i
-	}
-	send(false, all)
-	var unknown []int
-	for i, c := range cmds {
-		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-			unknown = append(unknown, i)
-		}
-	}
-	if len(unknown) > 0 {
-		send(true, unknown)
-	}
+	cmds := s.calls.Pipelined(ctx, s.client, calls, nil)
 	out := make([]renewResult, len(rs))
 	for i, r := range rs {
 		out[i].ok, out[i].err = renewReply(r.key, cmds[i])
@@ -366,9 +336,9 @@ func (s *single) release(ctx context.Context, t target, value string) (bool, err
 	var ok bool
 	var err error
 	if t.semaphore() {
-		ok, err = protocol.ReleasePermit(ctx, s.client, t.key, value, t.permits, s.window, s.released, s.sharded)
+		ok, err = protocol.ReleasePermit(ctx, s.calls.On(s.client), t.key, value, t.permits, s.window, s.released, s.sharded)
 	} else {
-		ok, err = protocol.Release(ctx, s.client, t.key, value, s.window, s.released, s.sharded)
+		ok, err = protocol.Release(ctx, s.calls.On(s.client), t.key, value, s.window, s.released, s.sharded)
 	}
 	if err != nil {
 		return false, fmt.Errorf("lock: %w", err)
@@ -379,5 +349,5 @@ func (s *single) release(ctx context.Context, t target, value string) (bool, err
 // raiseFence sets the key's fence counter to at least fence (Redlock's
 // write-back).
 func (s *single) raiseFence(ctx context.Context, key string, fence uint64) (bool, error) {
-	return protocol.RaiseFence(ctx, s.client, key, fence)
+	return protocol.RaiseFence(ctx, s.calls.On(s.client), key, fence)
 }
