@@ -132,8 +132,16 @@ type bound struct {
 	client redis.Cmdable
 }
 
-func (b bound) Run(ctx context.Context, call Call) *redis.Cmd {
-	return b.c.Pipelined(ctx, b.client, []Call{call}, nil)[0]
+func (b bound) Run(ctx context.Context, call Call) *redis.Cmd { return b.c.Run(ctx, b.client, call) }
+
+// Run runs call on client, the way the Caller chose (see Pipelined).
+func (c *Caller) Run(ctx context.Context, client redis.Cmdable, call Call) *redis.Cmd {
+	first := c.first()
+	cmd := first.send(ctx, client, call)
+	if c.settled(first, cmd) {
+		return cmd
+	}
+	return c.again(ctx, client, []Call{call}, []*redis.Cmd{cmd}, first, nil)[0]
 }
 
 // Pipelined runs calls in one pipeline on client, the way the Caller
@@ -147,45 +155,84 @@ func (b bound) Run(ctx context.Context, call Call) *redis.Cmd {
 // ErrLibraryMissing. queue may be called twice: the replies of its last
 // call are the ones that count.
 func (c *Caller) Pipelined(ctx context.Context, client redis.Cmdable, calls []Call, queue func(redis.Pipeliner)) []*redis.Cmd {
-	scripts := c.scripts.Load()
-	first := wayFunction
-	if scripts {
-		first = wayEvalSha
+	first := c.first()
+	cmds := make([]*redis.Cmd, len(calls))
+	_, _ = client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, call := range calls {
+			cmds[i] = first.send(ctx, p, call)
+		}
+		if queue != nil {
+			queue(p)
+		}
+		return nil
+	})
+	for _, cmd := range cmds {
+		if !c.settled(first, cmd) {
+			return c.again(ctx, client, calls, cmds, first, queue)
+		}
 	}
-	cmds := c.send(ctx, client, calls, func(int) way { return first }, queue)
+	return cmds
+}
+
+// first is the way the Caller chose.
+func (c *Caller) first() way {
+	if c.scripts.Load() {
+		return wayEvalSha
+	}
+	return wayFunction
+}
+
+// settled: cmd, sent the way first, needs no second try.
+func (c *Caller) settled(first way, cmd *redis.Cmd) bool {
+	err := cmd.Err()
+	return !first.wrong(err) && !redis.HasErrorPrefix(err, "NOSCRIPT")
+}
+
+// again sends, with queue, in one more pipeline, the calls whose cmds
+// (sent the way first) are not settled, each the other way, and updates
+// the choice.
+func (c *Caller) again(ctx context.Context, client redis.Cmdable, calls []Call, cmds []*redis.Cmd, first way, queue func(redis.Pipeliner)) []*redis.Cmd {
 	var (
-		again []int
-		ways  []way
+		idx  []int
+		ways []way
 	)
 	for i, cmd := range cmds {
 		switch err := cmd.Err(); {
 		case redis.HasErrorPrefix(err, "NOSCRIPT"):
-			again, ways = append(again, i), append(ways, wayEval)
+			idx, ways = append(idx, i), append(ways, wayEval)
 		case first.wrong(err):
-			again, ways = append(again, i), append(ways, c.otherWay(first))
+			idx, ways = append(idx, i), append(ways, c.otherWay(first))
 		}
-	}
-	if len(again) == 0 {
-		return cmds
 	}
 	if first == wayFunction && c.mode == FunctionsLoad {
 		if err := LoadLibrary(ctx, client); err != nil {
-			for _, i := range again {
+			for _, i := range idx {
 				cmds[i] = redis.NewCmdResult(nil, err)
 			}
 			return cmds
 		}
 	}
-	retry := make([]Call, len(again))
-	for j, i := range again {
-		retry[j] = calls[i]
+	second := make([]*redis.Cmd, len(idx))
+	if len(idx) == 1 && queue == nil {
+		// No pipeline for one call: go-redis may serve pipelines from
+		// connections of their own.
+		second[0] = ways[0].send(ctx, client, calls[idx[0]])
+	} else {
+		_, _ = client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for j, i := range idx {
+				second[j] = ways[j].send(ctx, p, calls[i])
+			}
+			if queue != nil {
+				queue(p)
+			}
+			return nil
+		})
 	}
-	second := c.send(ctx, client, retry, func(j int) way { return ways[j] }, queue)
-	for j, i := range again {
+	for j, i := range idx {
 		if err := second[j].Err(); ways[j].wrong(err) {
 			second[j] = redis.NewCmdResult(nil, fmt.Errorf("%w: %w; %w", ErrLibraryMissing, cmds[i].Err(), err))
-		} else if (ways[j] == wayFunction) == scripts {
-			c.scripts.Store(!scripts)
+		} else if (ways[j] == wayFunction) != (first == wayFunction) {
+			c.scripts.Store(ways[j] != wayFunction)
 		}
 		cmds[i] = second[j]
 	}
@@ -228,27 +275,15 @@ func (w way) wrong(err error) bool {
 		(strings.HasPrefix(msg, "noperm") && strings.Contains(msg, "fcall"))
 }
 
-func (c *Caller) send(ctx context.Context, client redis.Cmdable, calls []Call, wayOf func(int) way, queue func(redis.Pipeliner)) []*redis.Cmd {
-	cmds := make([]*redis.Cmd, len(calls))
-	_, _ = client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, call := range calls {
-			switch wayOf(i) {
-			case wayFunction:
-				if call.Script.readOnly {
-					cmds[i] = p.FCallRO(ctx, call.Script.FunctionName(), call.Keys, call.Args...)
-				} else {
-					cmds[i] = p.FCall(ctx, call.Script.FunctionName(), call.Keys, call.Args...)
-				}
-			case wayEvalSha:
-				cmds[i] = call.Script.EvalSha(ctx, p, call.Keys, call.Args...)
-			case wayEval:
-				cmds[i] = call.Script.Eval(ctx, p, call.Keys, call.Args...)
-			}
-		}
-		if queue != nil {
-			queue(p)
-		}
-		return nil
-	})
-	return cmds
+// send sends call on c, the way w.
+func (w way) send(ctx context.Context, c redis.Cmdable, call Call) *redis.Cmd {
+	switch {
+	case w == wayEvalSha:
+		return call.Script.EvalSha(ctx, c, call.Keys, call.Args...)
+	case w == wayEval:
+		return call.Script.Eval(ctx, c, call.Keys, call.Args...)
+	case call.Script.readOnly:
+		return c.FCallRO(ctx, call.Script.FunctionName(), call.Keys, call.Args...)
+	}
+	return c.FCall(ctx, call.Script.FunctionName(), call.Keys, call.Args...)
 }

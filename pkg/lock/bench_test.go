@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -305,4 +306,40 @@ func BenchmarkSemaphoreHandoff(b *testing.B) {
 	b.StopTimer()
 	reportPaired(b, n, spent, name, "us/acquisition")
 	b.ReportMetric(float64(scripts(ctx, b, admin))/float64(n*len(permits)), "scripts/acquisition")
+}
+
+// Uncontended acquire+release with fencing, the Lua run as scripts
+// (EVALSHA) and as the library's functions (FCALL), side by side on one
+// server: the function library costs what the scripts cost.
+func BenchmarkFunctionsAgainstScripts(b *testing.B) {
+	srv := redistest.StartStandalone(b)
+	client := srv.Client(b)
+	ctx := context.Background()
+	if err := protocol.LoadLibrary(ctx, client); err != nil {
+		b.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		mode lock.Functions
+	}{{"scripts", lock.FunctionsOff}, {"functions", lock.FunctionsAuto}} {
+		l, err := lock.New(client, lock.WithFunctions(tt.mode))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				lease, err := l.TryAcquire(ctx, "bench-"+tt.name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := lease.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -122,7 +122,7 @@ func (s *Semaphore) Inspect(ctx context.Context) (PermitHolding, error) {
 		return PermitHolding{}, ErrClosed
 	}
 	b, _ := s.locker.backend.(*single) // check refused the others
-	p, err := protocol.ReadPermits(ctx, b.calls.On(b.client), s.t.key)
+	p, err := protocol.ReadPermits(ctx, b.run, s.t.key)
 	if err != nil {
 		return PermitHolding{Key: s.t.key}, fmt.Errorf("lock: inspect: %w", err)
 	}

@@ -33,8 +33,9 @@ type single struct {
 	// be used (a failed WAIT, an attempt whose outcome is unknown).
 	giveBackTimeout time.Duration
 	// calls runs the scripts: the library's functions or EVALSHA
-	// (WithFunctions).
+	// (WithFunctions); run is it bound to client.
 	calls *protocol.Caller
+	run   protocol.Runner
 
 	// givingBack tracks background give-backs; stop cancels them on close.
 	// closed (under mu) refuses new ones once close waits for them: an
@@ -58,9 +59,11 @@ func newSingle(client redis.UniversalClient, c *config) (*single, error) {
 	}
 	stopCtx, stop := context.WithCancel(context.Background())
 	_, sharded := client.(*redis.ClusterClient)
-	return &single{client: client, identity: c.identity, fencing: c.fencing, announce: c.announce, released: c.announce, fifo: c.fifo, sharded: sharded,
+	s := &single{client: client, identity: c.identity, fencing: c.fencing, announce: c.announce, released: c.announce, fifo: c.fifo, sharded: sharded,
 		window: c.handoffWindow(), acks: c.replicaAcks, ackTimeout: c.replicaWait,
-		giveBackTimeout: min(c.ttl, c.closeTimeout), calls: protocol.NewCaller(c.functions), stopCtx: stopCtx, stop: stop}, nil
+		giveBackTimeout: min(c.ttl, c.closeTimeout), calls: protocol.NewCaller(c.functions), stopCtx: stopCtx, stop: stop}
+	s.run = s.calls.On(client)
+	return s, nil
 }
 
 // checkAckTimeout refuses a client WAIT cannot run on, or a WAIT timeout
@@ -161,7 +164,7 @@ func parseAttempt(key string, cmd *redis.Cmd) (attempt, error) {
 // wait is nil without WithReplicaAck; read it only when the script wrote.
 func (s *single) eval(ctx context.Context, key string, call protocol.Call) (cmd, wait *redis.Cmd) {
 	if s.acks == 0 {
-		return s.calls.On(s.client).Run(ctx, call), nil
+		return s.calls.Run(ctx, s.client, call), nil
 	}
 	node, err := s.master(ctx, key)
 	if err != nil {
@@ -336,9 +339,9 @@ func (s *single) release(ctx context.Context, t target, value string) (bool, err
 	var ok bool
 	var err error
 	if t.semaphore() {
-		ok, err = protocol.ReleasePermit(ctx, s.calls.On(s.client), t.key, value, t.permits, s.window, s.released, s.sharded)
+		ok, err = protocol.ReleasePermit(ctx, s.run, t.key, value, t.permits, s.window, s.released, s.sharded)
 	} else {
-		ok, err = protocol.Release(ctx, s.calls.On(s.client), t.key, value, s.window, s.released, s.sharded)
+		ok, err = protocol.Release(ctx, s.run, t.key, value, s.window, s.released, s.sharded)
 	}
 	if err != nil {
 		return false, fmt.Errorf("lock: %w", err)
@@ -349,5 +352,5 @@ func (s *single) release(ctx context.Context, t target, value string) (bool, err
 // raiseFence sets the key's fence counter to at least fence (Redlock's
 // write-back).
 func (s *single) raiseFence(ctx context.Context, key string, fence uint64) (bool, error) {
-	return protocol.RaiseFence(ctx, s.calls.On(s.client), key, fence)
+	return protocol.RaiseFence(ctx, s.run, key, fence)
 }
