@@ -14,7 +14,7 @@
 //     locks disagree;
 //   - preflight.go: eviction policy and persistence;
 //   - redlock.go: node independence and the quorum;
-//   - holder.go: the holder's identity (never the lock value), its fence,
+//   - holder.go: the holder's identity (never the lock value: TestHolder), its fence,
 //     and the fence floor;
 //   - status.go: conditions and endpoint status;
 //   - events.go: Events on transitions;
@@ -22,6 +22,7 @@
 //     locks that reference them through field indexes;
 //   - metrics.go: redlease_controller_* metrics.
 //
-// The controller never acquires, releases or deletes a lock; deleting a
-// DistributedLock leaves Redis alone.
+// The controller never acquires, releases or deletes a lock (it runs none of
+// the lock scripts); deleting a DistributedLock leaves Redis alone
+// (TestDeletion: the key, its holder and its fence counter stay).
 package controllers

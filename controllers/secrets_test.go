@@ -66,3 +66,24 @@ func TestSecrets(t *testing.T) {
 		return hasCondition(dl, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAuthFailed)
 	})
 }
+
+// TestASecretTheControllerDidNotWriteIsNeverOverwritten: a Secret already
+// named like an inline lock's credentials Secret, without the store's label,
+// stays as it was, and the lock reports CredentialsNotProvisioned.
+func TestASecretTheControllerDidNotWriteIsNeverOverwritten(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{})
+	srv := redistest.StartStandalone(t)
+	h.createSecret("redlease-lock-squat", map[string]string{"password": "someone else's"})
+	h.create("squat", standaloneSpec(srv.Addr()))
+	h.waitFor("squat", "CredentialsNotProvisioned", func(dl *v1alpha1.DistributedLock) error {
+		return hasCondition(dl, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonCredentialsNotProvisioned)
+	})
+	s := &corev1Secret{}
+	if err := h.c.Get(h.ctx(), key(h.ns, "redlease-lock-squat"), s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Data) != 1 || string(s.Data["password"]) != "someone else's" {
+		t.Errorf("the Secret the controller did not write was overwritten: %v", s.Data)
+	}
+}

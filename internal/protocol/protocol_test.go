@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redlease/redlease/internal/protocol"
 )
@@ -67,5 +68,15 @@ func TestValuesAreUniqueUnguessableAndNameTheirHolder(t *testing.T) {
 func TestDefaultKey(t *testing.T) {
 	if got := protocol.DefaultKey("billing", "nightly"); got != "billing/nightly" {
 		t.Errorf("DefaultKey = %q", got)
+	}
+}
+
+// TestMillisRoundsUp: TTLs and windows go to the scripts in whole
+// milliseconds, rounded up, so a positive duration never becomes PX 0.
+func TestMillisRoundsUp(t *testing.T) {
+	for d, want := range map[time.Duration]int64{0: 0, time.Nanosecond: 1, time.Millisecond: 1, time.Millisecond + 1: 2, 1500 * time.Microsecond: 2} {
+		if got := protocol.Millis(d); got != want {
+			t.Errorf("Millis(%v) = %d, want %d", d, got, want)
+		}
 	}
 }

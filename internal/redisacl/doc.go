@@ -23,7 +23,7 @@ SPDX-License-Identifier: Apache-2.0
 //   - Open connections. Redis checks a password when a connection
 //     authenticates, never again: a connection opened with a password that a
 //     rotation has since dropped keeps working until it is closed (deleting
-//     the user, by contrast, disconnects its clients). Rotating a leaked
+//     the user, by contrast, disconnects its clients; TestRotation). Rotating a leaked
 //     password therefore does not cut off a client already connected with it.
 //   - Replication. ACL users are not replicated: every node (master, each
 //     replica, each Cluster node) must be provisioned, or a tenant is refused

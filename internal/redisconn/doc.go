@@ -12,7 +12,9 @@ SPDX-License-Identifier: Apache-2.0
 // Passwords reach the servers through go-redis's CredentialsProviderContext:
 // every new connection asks for the current username and password, so a
 // rotated password is used by the next connection without rebuilding the
-// client, and the leases a client holds are never moved to another one.
+// client, and the leases a client holds are never moved to another one
+// (TestCredentialsSourceReachesNewConnections; in pkg/kube,
+// TestPasswordRotationKeepsHeldLeases).
 // Connections already open stay authenticated with the password they
 // started with until they close (Redis checks a password only at AUTH).
 package redisconn

@@ -5,10 +5,12 @@
 // a lock's holder and fence counter).
 //
 // It connects only with the credentials it is given: the controller passes
-// those a DistributedLock references, so the operator can never do more to a
-// server than the lock's owner could. A lock value read from Redis is turned
-// into the holder identity at once (protocol.IdentityFromValue) and never kept,
-// returned or put into an error.
+// those a DistributedLock (or its store) references, so what it can do to a
+// server is bounded by what those credentials allow (by construction; no
+// test). A lock value read from Redis is turned into the holder identity at
+// once (protocol.IdentityFromValue) and never kept, returned or put into an
+// error (ReadHolder's result has no field for it; the controller's status,
+// Events and logs are searched for it by TestHolder in controllers).
 //
 // Every operation is bounded by short client timeouts and does not retry: the
 // controller's requeue is the retry.

@@ -6,7 +6,7 @@
 //     keeps leading while the lease is renewed. Every candidate is told who
 //     leads (OnNewLeader), from the lock's "acquired <identity>" messages and
 //     from the holder's expiry, which it sees by waiting out the key's PTTL
-//     (never by polling at a fixed interval).
+//     (never by polling at a fixed interval: TestNoPolling).
 //   - NewResourceLock: client-go's resourcelock.Interface on Redis, so that
 //     client-go's leaderelection.LeaderElector, and through it a
 //     controller-runtime manager (LeaderElectionResourceLockInterface), can
@@ -50,7 +50,8 @@
 //   - With ReleaseOnCancel, a leader whose context is cancelled cancels its
 //     callback's context, waits for OnStartedLeading to return, and only then
 //     deletes the key: the next candidate takes over within a few round trips
-//     and never overlaps with work that is still running. Without it, the
+//     (TestReleaseOnCancelHandover) and never overlaps with work that is
+//     still running (TestOneLeaderAtATime). Without it, the
 //     key stays until its TTL runs out.
 //
 // # What it cannot guarantee

@@ -10,7 +10,9 @@ SPDX-License-Identifier: Apache-2.0
 //	defer lease.Release(context.Background())
 //
 // A pod reads only its DistributedLock and the one Secret its status
-// names, never a store or the Secrets the spec references. NewLocker reads
+// names, never a store or the Secrets the spec references (the tests run as
+// a ServiceAccount holding only that Role: TestLockerUsesTheStatusAndItsSecret).
+// NewLocker reads
 // the resource: from its status the effective key (status.key), where to
 // connect (status.connection: mode, addresses, Sentinel, db, TLS server
 // name) and the credentials Secret (status.credentialsSecretRef: username,
@@ -48,7 +50,8 @@ SPDX-License-Identifier: Apache-2.0
 // read. The Secret is parsed once per resourceVersion and read again when
 // the copy is older than the lock's TTL (at least 1s, at most 30s), on
 // the next acquisition or new connection. A rotation therefore needs no
-// new binding and never moves a held lease. Not guaranteed: connections
+// new binding and never moves a held lease
+// (TestPasswordRotationKeepsHeldLeases). Not guaranteed: connections
 // opened with an old (or leaked) password stay authenticated until they
 // close, since Redis checks a password only at AUTH; a new connection
 // made with a copy read before the rotation fails if the old password was

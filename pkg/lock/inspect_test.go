@@ -1,9 +1,12 @@
 package lock_test
 
 import (
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/internal/redistest"
@@ -39,5 +42,48 @@ func TestInspectNamesTheHolderWithoutTheValue(t *testing.T) {
 				t.Fatalf("Inspect = %+v, want held by pod-a with fence %d and a TTL", h, lease.Fence())
 			}
 		})
+	}
+}
+
+// TestLockValuesAreNeverLogged: a Locker's logger, at V(1), records an
+// acquisition, a release and a lost lease, and no line carries a value.
+func TestLockValuesAreNeverLogged(t *testing.T) {
+	_, client := startRedis(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	var mu sync.Mutex
+	var logs strings.Builder
+	l := newLocker(t, client, lock.WithoutWatchdog(), lock.WithLogger(funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logs.WriteString(prefix + " " + args + "\n")
+	}, funcr.Options{Verbosity: 1})))
+	var values []string
+	for _, lose := range []bool{false, true} {
+		lease, err := l.TryAcquire(ctx, "logged")
+		if err != nil {
+			t.Fatal(err)
+		}
+		values = append(values, lease.Value())
+		if lose {
+			client.Del(ctx, "logged")
+			err = lease.Renew(ctx)
+		} else {
+			err = lease.Release(ctx)
+		}
+		if (err != nil) != lose {
+			t.Fatalf("lose %v: %v", lose, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"lease acquired", "lease released", "lease lost"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Fatalf("no %q line: the search below proves too little:\n%s", want, logs.String())
+		}
+	}
+	for _, v := range values {
+		if strings.Contains(logs.String(), v[strings.LastIndexByte(v, '/')+1:]) {
+			t.Errorf("a lock value appears in the logs:\n%s", logs.String())
+		}
 	}
 }

@@ -165,18 +165,21 @@ func checkDefaultArgs(t *testing.T, m *manifest) {
 	}
 }
 
-// checkPodNamespaceEnv: the manager learns its namespace from the downward API.
+// checkPodNamespaceEnv: the manager learns its name and namespace from the
+// downward API (POD_NAME, POD_NAMESPACE), whatever extraEnv adds.
 func checkPodNamespaceEnv(t *testing.T, m *manifest) {
 	t.Helper()
 	c := manager(t, deployment(t, m))
-	var podNS *corev1.EnvVar
-	for i := range c.Env {
-		if c.Env[i].Name == "POD_NAMESPACE" {
-			podNS = &c.Env[i]
+	for name, field := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"} {
+		var env *corev1.EnvVar
+		for i := range c.Env {
+			if c.Env[i].Name == name {
+				env = &c.Env[i]
+			}
 		}
-	}
-	if podNS == nil || podNS.ValueFrom == nil || podNS.ValueFrom.FieldRef == nil || podNS.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
-		t.Errorf("POD_NAMESPACE env = %+v, want fieldRef metadata.namespace", podNS)
+		if env == nil || env.ValueFrom == nil || env.ValueFrom.FieldRef == nil || env.ValueFrom.FieldRef.FieldPath != field {
+			t.Errorf("%s env = %+v, want fieldRef %s", name, env, field)
+		}
 	}
 }
 
@@ -184,6 +187,7 @@ func checkPodNamespaceEnv(t *testing.T, m *manifest) {
 // targets their metrics port; the Deployment's selector matches its pods.
 func checkDefaultSelectors(t *testing.T, m *manifest) {
 	t.Helper()
+	checkPodNamespaceEnv(t, m)
 	d := deployment(t, m)
 	c := manager(t, d)
 	svc := into[corev1.Service](t, m.must("Service", namespace, metricsSvc))

@@ -105,6 +105,15 @@ func TestPrometheusRule(t *testing.T) {
 			}
 		}
 	}
+	// The lease-loss alert is critical whatever prometheusRule.severity says.
+	m = render(t, "--set", "prometheusRule.enabled=true,prometheusRule.severity=info")
+	groups, _, _ = unstructured.NestedSlice(m.must("PrometheusRule", namespace, managerName).Object, "spec", "groups")
+	rules, _, _ = unstructured.NestedSlice(groups[0].(map[string]any), "rules")
+	for _, r := range rules {
+		if rule := r.(map[string]any); rule["alert"] == "RedleaseLeasesLost" && rule["labels"].(map[string]any)["severity"] != "critical" {
+			t.Errorf("RedleaseLeasesLost with prometheusRule.severity=info: labels %v, want severity critical", rule["labels"])
+		}
+	}
 }
 
 // TestMetricsCertificate: metrics.certSecret mounts the Secret read-only
