@@ -73,6 +73,16 @@ test: tools redis postgres verify helm-lint ## Install what tests need, verify, 
 	go test $(GO_TEST_FLAGS) ./internal/protocol/ -args -protocol.functions
 	cd hack/ocibuild && go test -count=1 ./...
 
+##@ Server flavours
+
+.PHONY: servers
+servers: ## Build the Redis-compatible servers whose sources are in ../shared/servers (Valkey 8.0.1, Redis 7.4.1; checksums checked, cached outside the clone).
+	hack/build-servers.sh >/dev/null
+
+.PHONY: test-servers
+test-servers: tools redis ## The server matrix: protocol (both ways), lock, election, tenant ACLs, controller probe/guard/preflight and a chaos subset on Debian's redis-server and on every server `make servers` builds; prints flavour × suite.
+	hack/test-servers.sh
+
 CHAOS_COUNT ?= 5
 
 .PHONY: test-chaos

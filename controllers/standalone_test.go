@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"testing"
@@ -38,6 +39,16 @@ func TestStandalone(t *testing.T) {
 	ep := dl.Status.Endpoints[0]
 	if ep.Address != srv.Addr() || ep.Role != v1alpha1.EndpointRoleMaster || !ep.Reachable || ep.RunID == "" || !strings.HasPrefix(ep.Version, "7.") && !strings.HasPrefix(ep.Version, "8.") {
 		t.Errorf("endpoint = %+v, want the master, reachable, with run_id and version", ep)
+	}
+	// The server as it names itself: redis (no server_name) or valkey
+	// (whose redis_version is the Redis version it is compatible with).
+	info, err := srv.Info(t.Context(), "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := cmp.Or(info["server_name"], "redis")
+	if want := name + " " + cmp.Or(info[name+"_version"], info["redis_version"]); ep.Server != want {
+		t.Errorf("endpoint server %q, want %q", ep.Server, want)
 	}
 	if dl.Status.ObservedGeneration != dl.Generation {
 		t.Errorf("observedGeneration %d, generation %d", dl.Status.ObservedGeneration, dl.Generation)

@@ -198,6 +198,7 @@ func endpointStatuses(rd *round) []v1alpha1.EndpointStatus {
 		}
 		if e.reachable() {
 			es.Version = e.info.Version
+			es.Server = e.info.Server
 			es.RunID = e.info.RunID
 			switch e.info.Role {
 			case redisprobe.RoleMaster:

@@ -366,10 +366,18 @@ type EndpointStatus struct {
 	// +required
 	Reachable bool `json:"reachable"`
 
-	// version is the server's redis_version.
+	// version is the server's redis_version: the Redis version it is
+	// compatible with (Valkey 8 reports 7.2.4).
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Version string `json:"version,omitempty"`
+
+	// server is what the server says it is and its own version, e.g.
+	// "redis 7.0.15" or "valkey 8.0.1" (INFO server_name and
+	// <server_name>_version).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Server string `json:"server,omitempty"`
 
 	// runID is the server's run_id (Redlock independence is checked on it).
 	// +optional

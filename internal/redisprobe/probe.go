@@ -34,8 +34,14 @@ type Replica struct {
 
 // ServerInfo is what one INFO tells about a server.
 type ServerInfo struct {
-	Role    Role
+	Role Role
+	// Version is redis_version: the Redis version the server is
+	// compatible with (Valkey 8 reports 7.2.4 there).
 	Version string
+	// Server names the server and its own version, e.g. "redis 7.0.15",
+	// "valkey 8.0.1": INFO's server_name (Valkey; absent on Redis) and
+	// <server_name>_version.
+	Server string
 	// RunID identifies the server process: two addresses with the same
 	// run_id reach the same server.
 	RunID string
@@ -73,6 +79,21 @@ func Probe(ctx context.Context, c *redis.Client) (ServerInfo, error) {
 	return ParseInfo(text), nil
 }
 
+// serverName is what the server says it is: "<server_name> <its
+// version>", where Redis, which has no server_name, is "redis".
+func serverName(f map[string]string) string {
+	name, version := f["server_name"], f["redis_version"]
+	if name == "" {
+		name = "redis"
+	} else if v := f[name+"_version"]; v != "" {
+		version = v
+	}
+	if version == "" {
+		return ""
+	}
+	return name + " " + version
+}
+
 // ParseInfo reads the fields of ServerInfo from INFO's text.
 func ParseInfo(text string) ServerInfo {
 	f := map[string]string{}
@@ -90,6 +111,7 @@ func ParseInfo(text string) ServerInfo {
 	}
 	si := ServerInfo{
 		Version:          f["redis_version"],
+		Server:           serverName(f),
 		RunID:            f["run_id"],
 		ReplID:           f["master_replid"],
 		AOFEnabled:       f["aof_enabled"] == "1",

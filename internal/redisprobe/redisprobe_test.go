@@ -53,7 +53,7 @@ func TestParseInfo(t *testing.T) {
 		"master_replid:r1\r\n# Cluster\r\ncluster_enabled:0\r\n"
 	si := ParseInfo(text)
 	want := ServerInfo{
-		Role: RoleMaster, Version: "7.0.15", RunID: "abc", ReplID: "r1", ConnectedReplicas: 2,
+		Role: RoleMaster, Version: "7.0.15", Server: "redis 7.0.15", RunID: "abc", ReplID: "r1", ConnectedReplicas: 2,
 		Replicas:   []Replica{{Addr: "10.0.0.2:6379", Online: true}, {Addr: "[fd00::3]:6380", Lag: 4}},
 		AOFEnabled: true, MaxMemoryPolicy: "allkeys-lru", ConnectedClients: 3,
 	}
@@ -66,6 +66,12 @@ func TestParseInfo(t *testing.T) {
 	}
 	if s := ParseInfo("redis_mode:sentinel\nrun_id:x\n"); s.Role != RoleSentinel {
 		t.Errorf("sentinel role = %q", s.Role)
+	}
+	// Valkey keeps redis_version at the Redis version it is compatible
+	// with, and says what it is beside it.
+	v := ParseInfo("# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n")
+	if v.Version != "7.2.4" || v.Server != "valkey 8.0.1" {
+		t.Errorf("valkey: version %q, server %q; want 7.2.4 and valkey 8.0.1", v.Version, v.Server)
 	}
 }
 
