@@ -17,6 +17,7 @@ import (
 
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/protocol"
+	"github.com/redlease/redlease/internal/redisprobe"
 )
 
 // unrecognizedHolder is the identity shown for a lock key whose value this
@@ -168,7 +169,11 @@ func (r *DistributedLockReconciler) readHolders(ctx context.Context, rd *round, 
 		}
 		holderReads.WithLabelValues("direct").Inc()
 		wg.Go(func() {
-			h, err := protocol.ReadHolder(ctx, e.client, rd.key)
+			var h protocol.Holder
+			err := redisprobe.Recover(ctx, func() (err error) {
+				h, err = protocol.ReadHolder(ctx, e.client, rd.key)
+				return err
+			})
 			reads[i] = holderRead{e: e, h: h, err: err}
 		})
 	}

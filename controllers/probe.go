@@ -76,16 +76,20 @@ func (r *DistributedLockReconciler) probeEndpoints(ctx context.Context, rd *roun
 }
 
 // probeAll probes eps concurrently (PING, INFO), each bounded by the
-// client's timeouts and ctx.
+// client's timeouts and ctx; a probe that panics is an endpoint error.
 func (r *DistributedLockReconciler) probeAll(ctx context.Context, rd *round, eps []*endpoint) {
 	var wg sync.WaitGroup
 	for _, e := range eps {
 		wg.Go(func() {
-			c, err := rd.client(e.addr, e.sentinel)
-			if err == nil {
+			err := redisprobe.Recover(ctx, func() error {
+				c, err := rd.client(e.addr, e.sentinel)
+				if err != nil {
+					return err
+				}
 				e.client = c
 				e.info, err = redisprobe.Probe(ctx, c)
-			}
+				return err
+			})
 			e.probed, e.err = true, err
 			probesTotal.WithLabelValues(probeResult(err)).Inc()
 		})

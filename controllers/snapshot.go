@@ -22,6 +22,7 @@ import (
 
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/protocol"
+	"github.com/redlease/redlease/internal/redisprobe"
 )
 
 // batchKeys is how many lock keys one pipelined round reads (three
@@ -182,28 +183,11 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 			continue
 		}
 		wg.Go(func() {
-			for start := 0; start < len(keys); start += batchKeys {
-				chunk := keys[start:min(start+batchKeys, len(keys))]
-				holders, errs := protocol.ReadHolders(ctx, c, chunk)
-				semaphores := map[string]protocol.Permits{}
-				for i, key := range chunk {
-					if redis.HasErrorPrefix(errs[i], "WRONGTYPE") { // a semaphore's key
-						if p, err := protocol.ReadPermits(ctx, c, key); err == nil {
-							semaphores[key] = p
-						}
-					}
-				}
-				mu.Lock()
-				for i, key := range chunk {
-					if errs[i] == nil {
-						snap.reads[serverKey{addr, key}] = holders[i]
-					}
-				}
-				for key, p := range semaphores {
-					snap.permits[serverKey{addr, key}] = readOfPermits(p)
-				}
-				mu.Unlock()
-			}
+			// A read that panics leaves the rest of the server's keys out.
+			_ = redisprobe.Recover(ctx, func() error {
+				readServerKeys(ctx, c, addr, keys, snap, &mu)
+				return nil
+			})
 		})
 	}
 	wg.Wait()
@@ -212,6 +196,33 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 		moved = append(moved, locksByKey[k.key]...)
 	}
 	s.snapshots.notify(ctx, moved)
+}
+
+// readServerKeys reads keys on the server of c (addr) into snap, in
+// rounds of batchKeys keys.
+func readServerKeys(ctx context.Context, c *redis.Client, addr string, keys []string, snap *holderSnapshot, mu *sync.Mutex) {
+	for start := 0; start < len(keys); start += batchKeys {
+		chunk := keys[start:min(start+batchKeys, len(keys))]
+		holders, errs := protocol.ReadHolders(ctx, c, chunk)
+		semaphores := map[string]protocol.Permits{}
+		for i, key := range chunk {
+			if redis.HasErrorPrefix(errs[i], "WRONGTYPE") { // a semaphore's key
+				if p, err := protocol.ReadPermits(ctx, c, key); err == nil {
+					semaphores[key] = p
+				}
+			}
+		}
+		mu.Lock()
+		for i, key := range chunk {
+			if errs[i] == nil {
+				snap.reads[serverKey{addr, key}] = holders[i]
+			}
+		}
+		for key, p := range semaphores {
+			snap.permits[serverKey{addr, key}] = readOfPermits(p)
+		}
+		mu.Unlock()
+	}
 }
 
 // lockKeysByServer lists the effective keys of the locks on so, grouped by
