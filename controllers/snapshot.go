@@ -25,8 +25,8 @@ import (
 	"github.com/redlease/redlease/internal/redisprobe"
 )
 
-// batchKeys is how many lock keys one pipelined round reads (three
-// commands each): large enough that 10,000 locks take 20 rounds, small
+// batchKeys is how many lock keys one pipelined round reads (one bounded
+// read script each): large enough that 10,000 locks take 20 rounds, small
 // enough that one round's replies stay well under a megabyte.
 const batchKeys = 512
 
@@ -76,7 +76,7 @@ func readOfPermits(p protocol.Permits) permitsRead {
 			fmt.Fprintf(&b, "%s/%d ", h.Identity, h.Fence)
 		}
 	}
-	return permitsRead{held: len(p.Holders), fence: p.Fence, confirmed: b.String()}
+	return permitsRead{held: p.Live, fence: p.Fence, confirmed: b.String()}
 }
 
 type serverKey struct{ addr, key string }
@@ -198,28 +198,23 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 	s.snapshots.notify(ctx, moved)
 }
 
-// readServerKeys reads keys on the server of c (addr) into snap, in
-// rounds of batchKeys keys.
+// readServerKeys reads keys on the server of c (addr) into snap, locks'
+// and semaphores' alike, bounded (values cut to a prefix on the server, at
+// most MaxStatusHolders permits each), in one pipelined round per
+// batchKeys keys.
 func readServerKeys(ctx context.Context, c *redis.Client, addr string, keys []string, snap *holderSnapshot, mu *sync.Mutex) {
 	for start := 0; start < len(keys); start += batchKeys {
 		chunk := keys[start:min(start+batchKeys, len(keys))]
-		holders, errs := protocol.ReadHolders(ctx, c, chunk)
-		semaphores := map[string]protocol.Permits{}
-		for i, key := range chunk {
-			if redis.HasErrorPrefix(errs[i], "WRONGTYPE") { // a semaphore's key
-				if p, err := protocol.ReadPermits(ctx, c, key); err == nil {
-					semaphores[key] = p
-				}
-			}
-		}
+		reads, errs := protocol.ReadKeys(ctx, c, chunk, v1alpha1.MaxStatusHolders)
 		mu.Lock()
 		for i, key := range chunk {
-			if errs[i] == nil {
-				snap.reads[serverKey{addr, key}] = holders[i]
+			switch {
+			case errs[i] != nil:
+			case reads[i].Permits != nil: // a semaphore's key
+				snap.permits[serverKey{addr, key}] = readOfPermits(*reads[i].Permits)
+			default:
+				snap.reads[serverKey{addr, key}] = reads[i].Holder
 			}
-		}
-		for key, p := range semaphores {
-			snap.permits[serverKey{addr, key}] = readOfPermits(p)
 		}
 		mu.Unlock()
 	}

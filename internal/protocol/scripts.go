@@ -68,9 +68,10 @@ var (
 	// Replies 1 when extended, 0 when the value no longer held a permit.
 	RenewPermitScript = redis.NewScript(lineSrc + permitsSrc + permitRenewSrc)
 
-	//go:embed lua/permit_read.lua
-	permitReadSrc     string
-	readPermitsScript = redis.NewScript(lineSrc + permitsSrc + permitReadSrc)
+	//go:embed lua/read.lua
+	readSrc string
+	// readScript reads a lock's or a semaphore's key, bounded (ReadKeys).
+	readScript = redis.NewScript(lineSrc + permitsSrc + readSrc)
 )
 
 // HandoffWindow bounds how long a released key waits for the waiter it was
