@@ -49,12 +49,15 @@ type StoreReconciler struct {
 	// locks; nil for ClusterLockStores (the platform's, on their own
 	// workers). Set up with the controller's MaxConcurrentReconciles.
 	tenants *tenantGate
+	// rotations are the controller's records of tenants' password
+	// rotations.
+	rotations *rotationRecords
 }
 
 // NewStoreReconciler returns the reconciler of stores of kind, sharing r's
 // clients, pool, Secret cache and replica guard registry.
 func NewStoreReconciler(r *DistributedLockReconciler, kind v1alpha1.StoreKind) *StoreReconciler {
-	return &StoreReconciler{DistributedLockReconciler: r, kind: kind, retries: newRetryStore()}
+	return &StoreReconciler{DistributedLockReconciler: r, kind: kind, retries: newRetryStore(), rotations: newRotationRecords()}
 }
 
 // storeObject is a LockStore or ClusterLockStore with what the round needs.
@@ -193,6 +196,7 @@ func (s *StoreReconciler) finalize(ctx context.Context, rd *round, so storeObjec
 	}
 	s.guards.forget(so.spec.requester())
 	s.snapshots.forget(so.spec.requester())
+	s.rotations.forget(so.spec.uid)
 	return nil
 }
 
