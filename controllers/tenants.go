@@ -255,7 +255,8 @@ func (s *StoreReconciler) pruneUsers(ctx context.Context, rd *round, keep map[st
 }
 
 // deleteStaleSecrets deletes the credentials Secrets the store wrote in
-// namespaces that are no longer its tenants.
+// namespaces that are no longer its tenants, and those under a name it no
+// longer writes (an older credentialsSecretName).
 func (s *StoreReconciler) deleteStaleSecrets(ctx context.Context, st *storeSpec, tenants []tenant) error {
 	var list metav1.PartialObjectMetadataList
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
@@ -269,7 +270,7 @@ func (s *StoreReconciler) deleteStaleSecrets(ctx context.Context, st *storeSpec,
 	var errs []error
 	for i := range list.Items {
 		m := &list.Items[i]
-		if slices.ContainsFunc(tenants, func(t tenant) bool { return t.name == m.Namespace }) {
+		if m.Name == credentialsSecretName(st) && slices.ContainsFunc(tenants, func(t tenant) bool { return t.name == m.Namespace }) {
 			continue
 		}
 		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
