@@ -58,7 +58,7 @@ func startFakeRedis(t *testing.T, runID string) *fakeRedis {
 }
 
 // startHostileRedis is a fakeRedis that answers with answer first.
-func startHostileRedis(t *testing.T, runID string, answer func(args []string) (string, bool)) *fakeRedis {
+func startHostileRedis(t testing.TB, runID string, answer func(args []string) (string, bool)) *fakeRedis {
 	t.Helper()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
