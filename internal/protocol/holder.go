@@ -2,7 +2,9 @@ package protocol
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -69,17 +71,16 @@ type Read struct {
 const readValueBytes = MaxIdentityLength + 1 + 2*randomBytes + 1
 
 // ReadKeys reads keys of one server, locks' and semaphores' alike, in one
-// pipelined round trip of the read script (and a SCRIPT LOAD when the
-// server does not know it yet), returning at most maxPermits holders of
+// pipelined round trip of the read script (and a second one, with one
+// EVAL, when the server does not know the script yet), returning at most maxPermits holders of
 // each semaphore (Permits.Live counts them all). Values are cut to a
 // prefix on the server and reduced to identities here. reads[i] and
 // errs[i] are keys[i]'s; a key of another type is a WRONGTYPE error.
 func ReadKeys(ctx context.Context, c redis.Cmdable, keys []string, maxPermits int) (reads []Read, errs []error) {
-	cmds := runReads(ctx, c, keys, maxPermits)
-	if anyNoScript(cmds) {
-		if err := readScript.Load(ctx, c).Err(); err == nil {
-			cmds = runReads(ctx, c, keys, maxPermits)
-		}
+	cmds := make([]*redis.Cmd, len(keys))
+	pipeReads(ctx, c, keys, maxPermits, cmds, false)
+	if slices.ContainsFunc(cmds, noScript) {
+		pipeReads(ctx, c, keys, maxPermits, cmds, true)
 	}
 	reads, errs = make([]Read, len(keys)), make([]error, len(keys))
 	for i, key := range keys {
@@ -94,27 +95,33 @@ func ReadKeys(ctx context.Context, c redis.Cmdable, keys []string, maxPermits in
 	return reads, errs
 }
 
-func runReads(ctx context.Context, c redis.Cmdable, keys []string, maxPermits int) []*redis.Cmd {
-	cmds := make([]*redis.Cmd, len(keys))
+// pipeReads runs the read script for keys in one pipeline, into cmds:
+// with EVALSHA, or on a retry for the keys whose command found no script,
+// with EVAL for the first of them (which gives the server the script) and
+// EVALSHA after it. go-redis's Script.Run falls back the same way: a
+// tenant's ACL user may not SCRIPT LOAD.
+func pipeReads(ctx context.Context, c redis.Cmdable, keys []string, maxPermits int, cmds []*redis.Cmd, retry bool) {
 	// The pipeline's own error is the first failed command's; each key's
 	// error comes from its command.
 	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		loaded := false
 		for i, key := range keys {
-			cmds[i] = readScript.EvalSha(ctx, p, []string{key, HoldersKey(key), FenceKey(key)}, readValueBytes, maxPermits)
+			k := []string{key, HoldersKey(key), FenceKey(key)}
+			switch {
+			case !retry:
+				cmds[i] = readScript.EvalSha(ctx, p, k, readValueBytes, maxPermits)
+			case !noScript(cmds[i]):
+			case !loaded:
+				cmds[i], loaded = readScript.Eval(ctx, p, k, readValueBytes, maxPermits), true
+			default:
+				cmds[i] = readScript.EvalSha(ctx, p, k, readValueBytes, maxPermits)
+			}
 		}
 		return nil
 	})
-	return cmds
 }
 
-func anyNoScript(cmds []*redis.Cmd) bool {
-	for _, c := range cmds {
-		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-			return true
-		}
-	}
-	return false
-}
+func noScript(c *redis.Cmd) bool { return redis.HasErrorPrefix(c.Err(), "NOSCRIPT") }
 
 // parseRead reads the read script's reply.
 func parseRead(reply []any) (Read, error) {
@@ -155,7 +162,7 @@ func parseCounter(s string) (n uint64, set bool, err error) {
 	}
 	n, err = strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, false, fmt.Errorf("the fence counter is not a number: %q", s)
+		return 0, false, errors.New("the fence counter is not a number")
 	}
 	return n, true, nil
 }
