@@ -92,16 +92,17 @@ func storeMasters(st *v1alpha1.LockStoreStatus) []string {
 // writes in each namespace it serves, derived from its kind and name (a
 // hash replaces the tail of names too long for a Secret). No two stores or
 // inline locks get one name: a ClusterLockStore's name that starts like
-// the other kinds' ("lock-", "lockstore-") moves under "cluster-", and so
-// does one that starts with "cluster-" (TestCredentialsSecretNamesDoNotCollide).
+// the other kinds' ("lock-", "lockstore-") moves under
+// "clusterlockstore-", and so does one that starts with that
+// (TestCredentialsSecretNamesDoNotCollide).
 func credentialsSecretName(st *storeSpec) string {
 	var name string
 	switch st.kind {
 	case string(v1alpha1.StoreKindClusterLockStore):
 		n := st.name
-		for _, reserved := range []string{"lock-", "lockstore-", "cluster-"} {
+		for _, reserved := range []string{"lock-", "lockstore-", "clusterlockstore-"} {
 			if strings.HasPrefix(n, reserved) {
-				n = "cluster-" + n
+				n = "clusterlockstore-" + n
 				break
 			}
 		}

@@ -20,7 +20,7 @@ import (
 func TestCredentialsSecretNamesDoNotCollide(t *testing.T) {
 	long := strings.Repeat("a", 250)
 	var specs []*storeSpec
-	for _, name := range []string{"x", "lock-x", "lockstore-x", "cluster-x", "cluster-lock-x", "cluster-cluster-x", long, "lock-" + long, "cluster-lock-" + long} {
+	for _, name := range []string{"x", "lock-x", "lockstore-x", "clusterlockstore-x", "clusterlockstore-lock-x", "clusterlockstore-clusterlockstore-x", long, "lock-" + long, "clusterlockstore-lock-" + long} {
 		for _, kind := range []string{string(v1alpha1.StoreKindClusterLockStore), string(v1alpha1.StoreKindLockStore), ""} {
 			specs = append(specs, &storeSpec{kind: kind, name: name})
 		}
