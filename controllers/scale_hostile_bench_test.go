@@ -55,14 +55,12 @@ func BenchmarkHostileTenants(b *testing.B) {
 		h.start()
 		ready.waitAllReady(ctx, b, locks)
 
-		huge := strings.Repeat("v", 64*mib)
 		admin := srv.Client(b)
 		for i := range 4 {
-			if err := admin.Set(ctx, fmt.Sprintf("%s/lock-%05d", h.ns, i), huge, 0).Err(); err != nil {
+			if err := admin.Set(ctx, fmt.Sprintf("%s/lock-%05d", h.ns, i), strings.Repeat("v", 64*mib), 0).Err(); err != nil {
 				b.Fatal(err)
 			}
 		}
-		huge = ""
 		attacker := h.extra[0]
 		hostile := startHostileRedis(b, "hostile", func([]string) (string, bool) { return "$1125899906842624\r\n", true })
 		lines := []string{"# Replication", "role:master", "run_id:scanner"}

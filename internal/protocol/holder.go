@@ -39,13 +39,13 @@ func ReadHolder(ctx context.Context, c redis.Cmdable, key string) (Holder, error
 func ReadHolders(ctx context.Context, c redis.Cmdable, keys []string) (holders []Holder, errs []error) {
 	reads, errs := ReadKeys(ctx, c, keys, 0)
 	holders = make([]Holder, len(keys))
-	for i, rd := range reads {
+	for i, key := range keys {
 		switch {
 		case errs[i] != nil:
-		case rd.Permits != nil:
-			errs[i] = fmt.Errorf("reading lock %q: %w", keys[i], wrongType("WRONGTYPE redlease: "+keys[i]+" holds a semaphore, not a lock"))
+		case reads[i].Permits != nil:
+			errs[i] = fmt.Errorf("reading lock %q: %w", key, wrongType("WRONGTYPE redlease: "+key+" holds a semaphore, not a lock"))
 		default:
-			holders[i] = rd.Holder
+			holders[i] = reads[i].Holder
 		}
 	}
 	return holders, errs

@@ -28,8 +28,53 @@ import (
 func TestReadKeysIsBounded(t *testing.T) {
 	srv := redistest.StartStandalone(t)
 	ctx := t.Context()
-	admin := srv.Client(t)
-	rules, err := protocol.TenantACLRules("team-a", protocol.ACLOptions{})
+	c := tenantClient(t, srv, "team-a")
+	writeHugeKeys(t, c)
+	if err := srv.Client(t).ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := sentBytes(t, srv)
+	keys := []string{"team-a/big", "team-a/ours", "team-a/sem", "team-a/bad", "team-a/free"}
+	reads, errs := protocol.ReadKeys(ctx, c, keys, 16)
+	if d := sentBytes(t, srv) - before; d > 16<<10 {
+		t.Errorf("the server sent %d bytes for the reads, want a few KiB", d)
+	}
+	for i, want := range []string{"<nil>", "<nil>", "<nil>", "reading \"team-a/bad\": the fence counter is not a number", "<nil>"} {
+		if got := fmt.Sprint(errs[i]); got != want {
+			t.Errorf("%s: error %v, want %s", keys[i], errs[i], want)
+		}
+	}
+	if h := reads[0].Holder; !h.Held || h.Identity != "" {
+		t.Errorf("1 MiB value: %+v, want held by an unrecognized value", h)
+	}
+	if h := reads[1].Holder; !h.Held || h.Identity != "pod-1:1" || !h.FenceSet || h.Fence != 42 || h.TTL <= 0 {
+		t.Errorf("library value: %+v, want pod-1:1 with fence 42 and a TTL", h)
+	}
+	if p := reads[2].Permits; p == nil || p.Live != 20 || len(p.Holders) != 16 || p.Holders[0].Identity != "" || p.Holders[1].Identity != "p0" {
+		t.Errorf("semaphore: %+v, want 20 live, the first 16 shown, the 1 MiB member unrecognized", p)
+	}
+	if r := reads[4]; r.Permits != nil || r.Holder.Held || r.Holder.FenceSet {
+		t.Errorf("free key: %+v, want nothing", r)
+	}
+	checkWrongTypes(t, c)
+}
+
+// checkWrongTypes: ReadHolder of a semaphore's key and ReadPermits of a
+// lock's are WRONGTYPE errors, as callers tell the kinds apart by them.
+func checkWrongTypes(t *testing.T, c *redis.Client) {
+	t.Helper()
+	if _, err := protocol.ReadHolder(t.Context(), c, "team-a/sem"); !redis.HasErrorPrefix(err, "WRONGTYPE") {
+		t.Errorf("ReadHolder of a semaphore: %v, want WRONGTYPE", err)
+	}
+	if _, err := protocol.ReadPermits(t.Context(), c, "team-a/ours"); !redis.HasErrorPrefix(err, "WRONGTYPE") {
+		t.Errorf("ReadPermits of a lock: %v, want WRONGTYPE", err)
+	}
+}
+
+// tenantClient connects to srv as a user with namespace ns's tenant rules.
+func tenantClient(t *testing.T, srv *redistest.Server, ns string) *redis.Client {
+	t.Helper()
+	rules, err := protocol.TenantACLRules(ns, protocol.ACLOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +82,18 @@ func TestReadKeysIsBounded(t *testing.T) {
 	for _, r := range rules {
 		args = append(args, r)
 	}
-	if err := admin.Do(ctx, args...).Err(); err != nil {
+	if err := srv.Client(t).Do(t.Context(), args...).Err(); err != nil {
 		t.Fatal(err)
 	}
-	c := srv.Client(t, func(o *redis.Options) { o.Username, o.Password = "tenant", "pw" })
+	return srv.Client(t, func(o *redis.Options) { o.Username, o.Password = "tenant", "pw" })
+}
+
+// writeHugeKeys writes, as the tenant, a 1 MiB value, a library value with
+// fence 42, a fence counter of 1 MiB of digits and a semaphore of 20
+// permits, the first a 1 MiB value.
+func writeHugeKeys(t *testing.T, c *redis.Client) {
+	t.Helper()
+	ctx := t.Context()
 	const mib = 1 << 20
 	ours, err := protocol.NewValue("pod-1:1")
 	if err != nil {
@@ -61,48 +114,20 @@ func TestReadKeysIsBounded(t *testing.T) {
 		c.Set(ctx, "{team-a/ours}:fence", "42", 0).Err(),
 		c.Set(ctx, "{team-a/bad}:fence", strings.Repeat("9", mib), 0).Err(),
 		c.ZAdd(ctx, "team-a/sem", members...).Err(),
-		admin.ScriptFlush(ctx).Err(),
 	} {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	sent := func() int64 {
-		info, err := srv.Info(ctx, "stats")
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, _ := strconv.ParseInt(info["total_net_output_bytes"], 10, 64)
-		return n
+}
+
+// sentBytes is what srv has sent its clients (INFO total_net_output_bytes).
+func sentBytes(t *testing.T, srv *redistest.Server) int64 {
+	t.Helper()
+	info, err := srv.Info(t.Context(), "stats")
+	if err != nil {
+		t.Fatal(err)
 	}
-	before := sent()
-	keys := []string{"team-a/big", "team-a/ours", "team-a/sem", "team-a/bad", "team-a/free"}
-	reads, errs := protocol.ReadKeys(ctx, c, keys, 16)
-	if d := sent() - before; d > 16<<10 {
-		t.Errorf("the server sent %d bytes for the reads, want a few KiB", d)
-	}
-	for i, want := range []string{"", "", "", "reading \"team-a/bad\": the fence counter is not a number", ""} {
-		if got := fmt.Sprint(errs[i]); want == "" && errs[i] != nil || want != "" && !strings.HasPrefix(got, want) {
-			t.Errorf("%s: error %v, want %q", keys[i], errs[i], want)
-		}
-	}
-	if h := reads[0].Holder; !h.Held || h.Identity != "" {
-		t.Errorf("1 MiB value: %+v, want held by an unrecognized value", h)
-	}
-	if h := reads[1].Holder; !h.Held || h.Identity != "pod-1:1" || !h.FenceSet || h.Fence != 42 || h.TTL <= 0 {
-		t.Errorf("library value: %+v, want pod-1:1 with fence 42 and a TTL", h)
-	}
-	p := reads[2].Permits
-	if p == nil || p.Live != 20 || len(p.Holders) != 16 || p.Holders[0].Identity != "" || p.Holders[1].Identity != "p0" {
-		t.Errorf("semaphore: %+v, want 20 live, the first 16 shown, the 1 MiB member unrecognized", p)
-	}
-	if h := reads[4]; h.Permits != nil || h.Holder.Held || h.Holder.FenceSet {
-		t.Errorf("free key: %+v, want nothing", h)
-	}
-	if _, err := protocol.ReadHolder(ctx, c, "team-a/sem"); !redis.HasErrorPrefix(err, "WRONGTYPE") {
-		t.Errorf("ReadHolder of a semaphore: %v, want WRONGTYPE", err)
-	}
-	if _, err := protocol.ReadPermits(ctx, c, "team-a/ours"); !redis.HasErrorPrefix(err, "WRONGTYPE") {
-		t.Errorf("ReadPermits of a lock: %v, want WRONGTYPE", err)
-	}
+	n, _ := strconv.ParseInt(info["total_net_output_bytes"], 10, 64)
+	return n
 }

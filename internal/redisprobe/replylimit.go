@@ -39,15 +39,15 @@ const elementBytes = 16
 var ErrReplyTooLarge = errors.New("redisprobe: the server's reply is larger than the controller reads")
 
 // limitReplies wraps a dialer so that each connection refuses replies
-// larger than max (see limitConn). It wraps the connection go-redis reads
+// larger than limit (see limitConn). It wraps the connection go-redis reads
 // from: inside TLS when the dialer makes TLS connections.
-func limitReplies(dial func(ctx context.Context, network, addr string) (net.Conn, error), max int64) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func limitReplies(dial func(ctx context.Context, network, addr string) (net.Conn, error), limit int64) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
-		lc := &limitConn{Conn: c, scan: respScanner{max: max}}
+		lc := &limitConn{Conn: c, scan: respScanner{max: limit}}
 		if sc, ok := c.(syscall.Conn); ok {
 			// go-redis's health check peeks at the socket of a plain TCP
 			// connection; limitConn never reads ahead, so the socket is

@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package redisprobe
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -174,7 +175,7 @@ func startTLSPeer(t *testing.T, reply string) string {
 // is set) with handle until the test ends.
 func listen(t *testing.T, cfg *tls.Config, handle func(net.Conn)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
