@@ -84,6 +84,8 @@ type DistributedLockReconciler struct {
 	// tenants keeps a slow namespace's inline locks from taking every
 	// worker (set up with the controller's MaxConcurrentReconciles).
 	tenants *tenantGate
+	// probes bounds the probes in flight in the process.
+	probes probeSlots
 }
 
 // NewDistributedLockReconciler returns a reconciler that reads through c
@@ -114,6 +116,7 @@ func NewDistributedLockReconciler(c client.Client, apiReader client.Reader, reco
 		snapshots: newHolderSnapshots(),
 		// setup sizes the gate to the controller's workers.
 		tenants: newTenantGate(opts.Clock, 1),
+		probes:  make(probeSlots, probesPerProcess),
 	}
 }
 
@@ -209,10 +212,12 @@ func (r *DistributedLockReconciler) observeStore(ctx context.Context, rd *round)
 	if !r.loadCredentials(ctx, rd) {
 		return
 	}
-	if !r.resolve(ctx, rd) {
+	if !r.resolve(ctx, rd) || rd.tooManyEndpoints(len(rd.endpoints), "resolved") {
 		return
 	}
-	r.probeEndpoints(ctx, rd)
+	if !r.probeEndpoints(ctx, rd) {
+		return
+	}
 	r.pickMaster(ctx, rd)
 	switch rd.store.redis.Mode {
 	case v1alpha1.RedisModeRedlock:

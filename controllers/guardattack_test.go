@@ -40,6 +40,9 @@ import (
 type fakeRedis struct {
 	ln    net.Listener
 	runID string
+	// answer, when set, replies to the commands it knows (ok) in place
+	// of the defaults: a hostile server's replies.
+	answer func(args []string) (reply string, ok bool)
 
 	mu     sync.Mutex
 	config map[string]string
@@ -51,13 +54,19 @@ type fakeRedis struct {
 
 func startFakeRedis(t *testing.T, runID string) *fakeRedis {
 	t.Helper()
+	return startHostileRedis(t, runID, nil)
+}
+
+// startHostileRedis is a fakeRedis that answers with answer first.
+func startHostileRedis(t testing.TB, runID string, answer func(args []string) (string, bool)) *fakeRedis {
+	t.Helper()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &fakeRedis{
-		ln: ln, runID: runID, closed: make(chan struct{}), open: map[net.Conn]bool{},
+		ln: ln, runID: runID, answer: answer, closed: make(chan struct{}), open: map[net.Conn]bool{},
 		config: map[string]string{"min-replicas-to-write": "0", "min-replicas-max-lag": "10", "save": "3600 1"},
 	}
 	go f.accept()
@@ -164,6 +173,11 @@ func bulk(s string) string { return fmt.Sprintf("$%d\r\n%s\r\n", len(s), s) }
 func (f *fakeRedis) reply(args []string) string {
 	if len(args) == 0 {
 		return "-ERR empty command\r\n"
+	}
+	if f.answer != nil {
+		if r, ok := f.answer(args); ok {
+			return r
+		}
 	}
 	switch cmd := strings.ToUpper(args[0]); {
 	case cmd == "PING":

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/protocol"
+	"github.com/redlease/redlease/internal/redisprobe"
 )
 
 // unrecognizedHolder is the identity shown for a lock key whose value this
@@ -82,19 +83,22 @@ func (r *DistributedLockReconciler) observeHolder(ctx context.Context, rd *round
 func isSemaphoreRead(rr holderRead) bool { return redis.HasErrorPrefix(rr.err, "WRONGTYPE") }
 
 // observePermits reads the key as a semaphore's on the master: how many
-// permits are held, the confirmed holders (identity, fence, since; never a
-// value), the fence counter, which it keeps above fenceHighWater as for a
+// permits are held, the first MaxStatusHolders holders by expiry of which
+// it shows the confirmed ones (identity, fence, since; never a value), the fence counter, which it keeps above fenceHighWater as for a
 // lock. It returns false, having observed nothing, when the key is a
 // lock's (permits raised while the lock is held: observe it as one); a
 // failed read leaves the previous observation in status.
 func (r *DistributedLockReconciler) observePermits(ctx context.Context, rd *round) bool {
-	p, err := protocol.ReadPermits(ctx, protocol.Scripts(rd.master.client), rd.key)
+	reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(rd.master.client), []string{rd.key}, v1alpha1.MaxStatusHolders)
+	p := reads[0].Permits
 	switch {
-	case redis.HasErrorPrefix(err, "WRONGTYPE"):
-		return false
-	case err != nil:
-		logf.FromContext(ctx).V(1).Info("cannot read the semaphore", "server", rd.master.addr, "error", err.Error())
+	case errs[0] != nil:
+		logf.FromContext(ctx).V(1).Info("cannot read the semaphore", "server", rd.master.addr, "error", errs[0].Error())
 		return true
+	case p == nil && reads[0].Holder.Held:
+		return false
+	case p == nil: // no permit held
+		p = &protocol.Permits{FenceSet: reads[0].Holder.FenceSet, Fence: reads[0].Holder.Fence}
 	}
 	prev := rd.dl.Status
 	rd.holderRead, rd.holder = true, nil
@@ -105,7 +109,7 @@ func (r *DistributedLockReconciler) observePermits(ctx context.Context, rd *roun
 		read := holderRead{e: rd.master, h: protocol.Holder{FenceSet: p.FenceSet, Fence: p.Fence}}
 		r.raiseFenceFloors(ctx, rd, []holderRead{read}, prev.FenceHighWater, rd.highWater)
 	}
-	rd.held = clampInt32(len(p.Holders))
+	rd.held = clampInt32(p.Live)
 	rd.holders = permitHolders(p.Holders, fencing)
 	return true
 }
@@ -168,7 +172,11 @@ func (r *DistributedLockReconciler) readHolders(ctx context.Context, rd *round, 
 		}
 		holderReads.WithLabelValues("direct").Inc()
 		wg.Go(func() {
-			h, err := protocol.ReadHolder(ctx, e.client, rd.key)
+			var h protocol.Holder
+			err := redisprobe.Recover(ctx, func() (err error) {
+				h, err = protocol.ReadHolder(ctx, protocol.Scripts(e.client), rd.key)
+				return err
+			})
 			reads[i] = holderRead{e: e, h: h, err: err}
 		})
 	}

@@ -53,7 +53,7 @@ var (
 	}, lockLabels)
 	tenantDeferred = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "redlease_controller_tenant_deferred_total",
-		Help: "Inline lock reconciles deferred because their namespace's reconciles are slow (servers that do not answer) and it already used its share of the workers.",
+		Help: "Inline lock and LockStore reconciles deferred because their namespace's reconciles are slow (servers that do not answer) and it already used its share of the workers.",
 	})
 	redisClients = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "redlease_controller_redis_clients",

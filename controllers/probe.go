@@ -31,8 +31,9 @@ func (rd *round) client(addr string, sentinel bool) (*redis.Client, error) {
 // probeEndpoints probes the data servers; in Replicated mode it then
 // probes the replicas the masters list and the masters the replicas follow
 // (one hop), keeping a discovered server only if it is not one already
-// listed under another address (same run_id).
-func (r *DistributedLockReconciler) probeEndpoints(ctx context.Context, rd *round) {
+// listed under another address (same run_id). It fails the round, before
+// probing them, when the servers list more than maxDiscovered.
+func (r *DistributedLockReconciler) probeEndpoints(ctx context.Context, rd *round) bool {
 	r.probeAll(ctx, rd, rd.endpoints)
 	if rd.store.redis.Mode == v1alpha1.RedisModeReplicated {
 		known := map[string]bool{}
@@ -58,6 +59,9 @@ func (r *DistributedLockReconciler) probeEndpoints(ctx context.Context, rd *roun
 				}
 			}
 		}
+		if rd.tooManyEndpoints(len(rd.endpoints)+len(found), "with the servers the masters and replicas list") {
+			return false
+		}
 		r.probeAll(ctx, rd, found)
 		runIDs := map[string]bool{}
 		for _, e := range rd.endpoints {
@@ -73,19 +77,32 @@ func (r *DistributedLockReconciler) probeEndpoints(ctx context.Context, rd *roun
 		}
 	}
 	sortEndpoints(rd.endpoints)
+	return true
 }
 
 // probeAll probes eps concurrently (PING, INFO), each bounded by the
-// client's timeouts and ctx.
+// client's timeouts and ctx, at most probesPerRound at once and in the
+// process probesPerProcess; a probe that panics is an endpoint error.
 func (r *DistributedLockReconciler) probeAll(ctx context.Context, rd *round, eps []*endpoint) {
 	var wg sync.WaitGroup
+	inRound := make(chan struct{}, probesPerRound)
 	for _, e := range eps {
+		inRound <- struct{}{}
 		wg.Go(func() {
-			c, err := rd.client(e.addr, e.sentinel)
-			if err == nil {
+			defer func() { <-inRound }()
+			err := redisprobe.Recover(ctx, func() error {
+				if err := r.probes.take(ctx); err != nil {
+					return err
+				}
+				defer r.probes.give()
+				c, err := rd.client(e.addr, e.sentinel)
+				if err != nil {
+					return err
+				}
 				e.client = c
 				e.info, err = redisprobe.Probe(ctx, c)
-			}
+				return err
+			})
 			e.probed, e.err = true, err
 			probesTotal.WithLabelValues(probeResult(err)).Inc()
 		})

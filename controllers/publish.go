@@ -90,12 +90,23 @@ func storeMasters(st *v1alpha1.LockStoreStatus) []string {
 
 // credentialsSecretName is the name of the Secret a store (or inline lock)
 // writes in each namespace it serves, derived from its kind and name (a
-// hash replaces the tail of names too long for a Secret).
+// hash replaces the tail of names too long for a Secret). No two stores or
+// inline locks get one name: a ClusterLockStore's name that starts like
+// the other kinds' ("lock-", "lockstore-") moves under
+// "clusterlockstore-", and so does one that starts with that
+// (TestCredentialsSecretNamesDoNotCollide).
 func credentialsSecretName(st *storeSpec) string {
 	var name string
 	switch st.kind {
 	case string(v1alpha1.StoreKindClusterLockStore):
-		name = "redlease-" + st.name
+		n := st.name
+		for _, reserved := range []string{"lock-", "lockstore-", "clusterlockstore-"} {
+			if strings.HasPrefix(n, reserved) {
+				n = "clusterlockstore-" + n
+				break
+			}
+		}
+		name = "redlease-" + n
 	case string(v1alpha1.StoreKindLockStore):
 		name = "redlease-lockstore-" + st.name
 	default:

@@ -22,10 +22,11 @@ import (
 
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/protocol"
+	"github.com/redlease/redlease/internal/redisprobe"
 )
 
-// batchKeys is how many lock keys one pipelined round reads (three
-// commands each): large enough that 10,000 locks take 20 rounds, small
+// batchKeys is how many lock keys one pipelined round reads (one bounded
+// read script each): large enough that 10,000 locks take 20 rounds, small
 // enough that one round's replies stay well under a megabyte.
 const batchKeys = 512
 
@@ -75,7 +76,7 @@ func readOfPermits(p protocol.Permits) permitsRead {
 			fmt.Fprintf(&b, "%s/%d ", h.Identity, h.Fence)
 		}
 	}
-	return permitsRead{held: len(p.Holders), fence: p.Fence, confirmed: b.String()}
+	return permitsRead{held: p.Live, fence: p.Fence, confirmed: b.String()}
 }
 
 type serverKey struct{ addr, key string }
@@ -182,28 +183,11 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 			continue
 		}
 		wg.Go(func() {
-			for start := 0; start < len(keys); start += batchKeys {
-				chunk := keys[start:min(start+batchKeys, len(keys))]
-				holders, errs := protocol.ReadHolders(ctx, c, chunk)
-				semaphores := map[string]protocol.Permits{}
-				for i, key := range chunk {
-					if redis.HasErrorPrefix(errs[i], "WRONGTYPE") { // a semaphore's key
-						if p, err := protocol.ReadPermits(ctx, protocol.Scripts(c), key); err == nil {
-							semaphores[key] = p
-						}
-					}
-				}
-				mu.Lock()
-				for i, key := range chunk {
-					if errs[i] == nil {
-						snap.reads[serverKey{addr, key}] = holders[i]
-					}
-				}
-				for key, p := range semaphores {
-					snap.permits[serverKey{addr, key}] = readOfPermits(p)
-				}
-				mu.Unlock()
-			}
+			// A read that panics leaves the rest of the server's keys out.
+			_ = redisprobe.Recover(ctx, func() error {
+				readServerKeys(ctx, c, addr, keys, snap, &mu)
+				return nil
+			})
 		})
 	}
 	wg.Wait()
@@ -212,6 +196,28 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 		moved = append(moved, locksByKey[k.key]...)
 	}
 	s.snapshots.notify(ctx, moved)
+}
+
+// readServerKeys reads keys on the server of c (addr) into snap, locks'
+// and semaphores' alike, bounded (values cut to a prefix on the server, at
+// most MaxStatusHolders permits each), in one pipelined round per
+// batchKeys keys.
+func readServerKeys(ctx context.Context, c *redis.Client, addr string, keys []string, snap *holderSnapshot, mu *sync.Mutex) {
+	for start := 0; start < len(keys); start += batchKeys {
+		chunk := keys[start:min(start+batchKeys, len(keys))]
+		reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), chunk, v1alpha1.MaxStatusHolders)
+		mu.Lock()
+		for i, key := range chunk {
+			switch {
+			case errs[i] != nil:
+			case reads[i].Permits != nil: // a semaphore's key
+				snap.permits[serverKey{addr, key}] = readOfPermits(*reads[i].Permits)
+			default:
+				snap.reads[serverKey{addr, key}] = reads[i].Holder
+			}
+		}
+		mu.Unlock()
+	}
 }
 
 // lockKeysByServer lists the effective keys of the locks on so, grouped by

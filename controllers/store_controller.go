@@ -44,12 +44,20 @@ type StoreReconciler struct {
 	kind v1alpha1.StoreKind
 	// retries holds each store's backoff while it is not Ready.
 	retries *retryStore
+	// tenants keeps a slow namespace's LockStores from taking every
+	// worker of the LockStore controller, as inline locks' gate does for
+	// locks; nil for ClusterLockStores (the platform's, on their own
+	// workers). Set up with the controller's MaxConcurrentReconciles.
+	tenants *tenantGate
+	// rotations are the controller's records of tenants' password
+	// rotations.
+	rotations *rotationRecords
 }
 
 // NewStoreReconciler returns the reconciler of stores of kind, sharing r's
 // clients, pool, Secret cache and replica guard registry.
 func NewStoreReconciler(r *DistributedLockReconciler, kind v1alpha1.StoreKind) *StoreReconciler {
-	return &StoreReconciler{DistributedLockReconciler: r, kind: kind, retries: newRetryStore()}
+	return &StoreReconciler{DistributedLockReconciler: r, kind: kind, retries: newRetryStore(), rotations: newRotationRecords()}
 }
 
 // storeObject is a LockStore or ClusterLockStore with what the round needs.
@@ -80,6 +88,14 @@ func (s *StoreReconciler) get(ctx context.Context, nn types.NamespacedName) (sto
 // Reconcile observes one store's servers and provisions its tenants, and
 // patches its status when that changed it.
 func (s *StoreReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if s.tenants != nil {
+		done, ok := s.tenants.enter(req.Namespace)
+		if !ok {
+			tenantDeferred.Inc()
+			return reconcile.Result{RequeueAfter: tenantRetry}, nil
+		}
+		defer done()
+	}
 	so, err := s.get(ctx, req.NamespacedName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -180,6 +196,7 @@ func (s *StoreReconciler) finalize(ctx context.Context, rd *round, so storeObjec
 	}
 	s.guards.forget(so.spec.requester())
 	s.snapshots.forget(so.spec.requester())
+	s.rotations.forget(so.spec.uid)
 	return nil
 }
 

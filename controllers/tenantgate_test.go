@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/redistest"
 )
 
@@ -70,6 +72,38 @@ func TestASlowTenantDoesNotStarveTheOthers(t *testing.T) {
 	t.Logf("the healthy lock was Ready %v after it was created", took)
 	if took > 6*time.Second {
 		t.Fatalf("the healthy lock waited %v behind the slow namespace's locks", took)
+	}
+}
+
+// TestASlowTenantsStoresDoNotStarveTheOthers is the same with LockStores:
+// 12 in one namespace on a server that never answers; another namespace's
+// LockStore on a healthy Redis must still become Ready promptly (bound
+// 6 s). Without a gate on store reconciles it waited behind the slow ones
+// (each about 2 s, two workers).
+func TestASlowTenantsStoresDoNotStarveTheOthers(t *testing.T) {
+	h := newHarness(t, harnessOptions{namespaces: 1, concurrency: 2})
+	noisy := h.extra[0]
+	silent := silentServer(t)
+	store := func(ns, name, addr string) *v1alpha1.LockStore {
+		ls := &v1alpha1.LockStore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.LockStoreSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{addr}}}}
+		if err := h.c.Create(h.ctx(), ls); err != nil {
+			t.Fatal(err)
+		}
+		return ls
+	}
+	for i := range 12 {
+		store(noisy, "silent-"+strconv.Itoa(i), silent)
+	}
+	time.Sleep(3 * time.Second) // the noisy namespace's reconciles are slow by now, and cycling
+	srv := redistest.StartStandalone(t)
+	created := time.Now()
+	healthy := store(h.ns, "healthy", srv.Addr())
+	h.waitStore(healthy, "Ready", storeReady)
+	took := time.Since(created)
+	t.Logf("the healthy LockStore was Ready %v after it was created", took)
+	if took > 6*time.Second {
+		t.Fatalf("the healthy LockStore waited %v behind the slow namespace's stores", took)
 	}
 }
 

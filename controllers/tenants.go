@@ -25,21 +25,6 @@ import (
 	"github.com/redlease/redlease/internal/redisacl"
 )
 
-// Annotations on a tenant's credentials Secret that carry a password
-// rotation across reconciles.
-const (
-	// annotationRotated is the rotate request last honoured: the store's
-	// redlease.io/rotate, "/", the Secret's.
-	annotationRotated = "redlease.io/rotated"
-	// annotationPreviousHash is the hash of the password before the last
-	// rotation, still accepted until annotationPreviousUntil.
-	annotationPreviousHash  = "redlease.io/previous-password-hash"
-	annotationPreviousUntil = "redlease.io/previous-password-until"
-)
-
-// minRotationGrace is the shortest time an old password stays valid.
-const minRotationGrace = 10 * time.Second
-
 // provisionTenants writes the credentials Secret of every namespace with
 // locks on the store (that the store admits), and under isolation ACL
 // creates or refreshes each namespace's Redis user on every node and
@@ -206,7 +191,8 @@ func (s *StoreReconciler) provisionACLTenant(ctx context.Context, rd *round, so 
 	if err != nil {
 		return err
 	}
-	pw := rotation(prev, so.obj.GetAnnotations()[v1alpha1.AnnotationRotate], rd.now, max(2*longestTTL, minRotationGrace))
+	rk := rotationKey{store: so.spec.uid, namespace: ns}
+	pw := rotation(prev, s.rotations.get(rk), so.obj.GetAnnotations()[v1alpha1.AnnotationRotate], rd.now, max(2*longestTTL, minRotationGrace))
 	opts := protocol.ACLOptions{DB: int(so.spec.redis.DB), Cluster: so.spec.redis.Mode == v1alpha1.RedisModeCluster}
 	if opts, err = redisacl.DetectOptions(ctx, nodes[0].client, opts); err != nil {
 		return err
@@ -227,7 +213,11 @@ func (s *StoreReconciler) provisionACLTenant(ctx context.Context, rd *round, so 
 	}
 	data[v1alpha1.CredentialsUsername] = []byte(user)
 	data[v1alpha1.CredentialsPassword] = []byte(pw.passwords.Current)
-	return s.writeCredentials(ctx, so.spec, ns, name, data, pw.annotations)
+	if err := s.writeCredentials(ctx, so.spec, ns, name, data, pw.annotations()); err != nil {
+		return err
+	}
+	s.rotations.put(rk, pw.record)
+	return nil
 }
 
 // existingSecret is what a tenant's Secret holds now (zero when missing).
@@ -248,42 +238,6 @@ func (s *StoreReconciler) secretWithMeta(ctx context.Context, nn types.Namespace
 	return existingSecret{data: sec.Data, annotations: sec.Annotations}, nil
 }
 
-// rotated is a tenant's passwords after a rotation step, and the
-// annotations that carry the step to the next reconcile.
-type rotated struct {
-	passwords   redisacl.Passwords
-	annotations map[string]string
-}
-
-// rotation decides a tenant's passwords: the current one kept, or a new one
-// when there is none or a rotation was requested since the last one (the
-// old one then stays accepted until now+grace).
-func rotation(cur existingSecret, storeToken string, now time.Time, grace time.Duration) rotated {
-	want := storeToken + "/" + cur.annotations[v1alpha1.AnnotationRotate]
-	out := rotated{annotations: map[string]string{annotationRotated: want}}
-	pw := string(cur.data[v1alpha1.CredentialsPassword])
-	prevHash, until := cur.annotations[annotationPreviousHash], cur.annotations[annotationPreviousUntil]
-	switch {
-	case pw == "":
-		pw, prevHash, until = redisacl.NewPassword(), "", ""
-	case cur.annotations[annotationRotated] != want:
-		// now (the round's clock) and RFC 3339 keep whole seconds: round
-		// up, so that the old password stays accepted at least grace.
-		prevHash, until = redisacl.PasswordHash(pw), now.Add(grace+time.Second).UTC().Truncate(time.Second).Format(time.RFC3339)
-		pw = redisacl.NewPassword()
-	}
-	if t, err := time.Parse(time.RFC3339, until); err != nil || !now.Before(t) {
-		prevHash, until = "", ""
-	}
-	out.passwords.Current = pw
-	out.annotations[annotationPreviousHash] = prevHash
-	out.annotations[annotationPreviousUntil] = until
-	if prevHash != "" {
-		out.passwords.PreviousHashes = []string{prevHash}
-	}
-	return out
-}
-
 // pruneUsers deletes, on every node that answers, the users with the
 // store's prefix that keep does not name (nil keep: all of them).
 func (s *StoreReconciler) pruneUsers(ctx context.Context, rd *round, keep map[string]bool) []error {
@@ -301,7 +255,8 @@ func (s *StoreReconciler) pruneUsers(ctx context.Context, rd *round, keep map[st
 }
 
 // deleteStaleSecrets deletes the credentials Secrets the store wrote in
-// namespaces that are no longer its tenants.
+// namespaces that are no longer its tenants, and those under a name it no
+// longer writes (an older credentialsSecretName).
 func (s *StoreReconciler) deleteStaleSecrets(ctx context.Context, st *storeSpec, tenants []tenant) error {
 	var list metav1.PartialObjectMetadataList
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
@@ -315,7 +270,7 @@ func (s *StoreReconciler) deleteStaleSecrets(ctx context.Context, st *storeSpec,
 	var errs []error
 	for i := range list.Items {
 		m := &list.Items[i]
-		if slices.ContainsFunc(tenants, func(t tenant) bool { return t.name == m.Namespace }) {
+		if m.Name == credentialsSecretName(st) && slices.ContainsFunc(tenants, func(t tenant) bool { return t.name == m.Namespace }) {
 			continue
 		}
 		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}

@@ -87,6 +87,8 @@ func (s *StoreReconciler) setup(mgr ctrl.Manager, opts controller.Options) error
 	var obj client.Object = &v1alpha1.LockStore{}
 	if s.kind == v1alpha1.StoreKindClusterLockStore {
 		obj = &v1alpha1.ClusterLockStore{}
+	} else {
+		s.tenants = newTenantGate(s.opts.Clock, opts.MaxConcurrentReconciles)
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).

@@ -202,6 +202,12 @@ const (
 	// Cluster, is outside the manager's --allowed-redis-cidrs.
 	ReasonAddressNotAllowed = "AddressNotAllowed"
 
+	// ReasonTooManyEndpoints (Ready False): the store or lock names or
+	// discovers (a master's replicas, Sentinel, CLUSTER SHARDS, a
+	// Service's endpoints) more endpoints than the controller probes for
+	// one object; the message names the count.
+	ReasonTooManyEndpoints = "TooManyEndpoints"
+
 	// ReasonACLUnavailable (TenantsProvisioned False): a node refused ACL
 	// SETUSER/DELUSER with the controller's credentials (no ACL rights, or
 	// a server older than 6.0), so tenants cannot be isolated.

@@ -501,7 +501,7 @@ func readyzWaitingRunningStopping(t *testing.T, srv *redistest.Server) {
 		t.Fatal(err)
 	}
 	body := r.waitProbe(t, "/readyz", http.StatusServiceUnavailable, 5*time.Second)
-	h, err := protocol.ReadHolder(t.Context(), rc, "states")
+	h, err := protocol.ReadHolder(t.Context(), protocol.Scripts(rc), "states")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,20 +109,18 @@ type Call struct {
 	Args   []any
 }
 
-// Runner runs scripts on one client.
+// Runner runs scripts on one client: one call, or many in one pipeline.
 type Runner interface {
 	Run(ctx context.Context, call Call) *redis.Cmd
+	Pipelined(ctx context.Context, calls []Call) []*redis.Cmd
 }
+
+// scriptsOnly never switches: it is shared by every Scripts runner.
+var scriptsOnly = NewCaller(FunctionsOff)
 
 // Scripts runs every call as a script (EVALSHA, EVAL on NOSCRIPT) on c:
 // for callers whose credentials may run scripts, the controller's.
-func Scripts(c redis.Scripter) Runner { return scriptsOnly{c} }
-
-type scriptsOnly struct{ c redis.Scripter }
-
-func (s scriptsOnly) Run(ctx context.Context, call Call) *redis.Cmd {
-	return call.Script.Run(ctx, s.c, call.Keys, call.Args...)
-}
+func Scripts(c redis.Cmdable) Runner { return scriptsOnly.On(c) }
 
 // On binds c to client.
 func (c *Caller) On(client redis.Cmdable) Runner { return bound{c, client} }
@@ -133,6 +131,10 @@ type bound struct {
 }
 
 func (b bound) Run(ctx context.Context, call Call) *redis.Cmd { return b.c.Run(ctx, b.client, call) }
+
+func (b bound) Pipelined(ctx context.Context, calls []Call) []*redis.Cmd {
+	return b.c.Pipelined(ctx, b.client, calls, nil)
+}
 
 // Run runs call on client, the way the Caller chose (see Pipelined).
 func (c *Caller) Run(ctx context.Context, client redis.Cmdable, call Call) *redis.Cmd {
@@ -200,9 +202,12 @@ func (c *Caller) again(ctx context.Context, client redis.Cmdable, calls []Call, 
 		switch err := cmd.Err(); {
 		case redis.HasErrorPrefix(err, "NOSCRIPT"):
 			idx, ways = append(idx, i), append(ways, wayEval)
-		case first.wrong(err):
+		case first.wrong(err) && c.mode != FunctionsOff:
 			idx, ways = append(idx, i), append(ways, c.otherWay(first))
 		}
+	}
+	if len(idx) == 0 {
+		return cmds
 	}
 	if first == wayFunction && c.mode == FunctionsLoad {
 		if err := LoadLibrary(ctx, client); err != nil {
@@ -219,8 +224,16 @@ func (c *Caller) again(ctx context.Context, client redis.Cmdable, calls []Call, 
 		second[0] = ways[0].send(ctx, client, calls[idx[0]])
 	} else {
 		_, _ = client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			// One EVAL per script gives the server the script; the
+			// calls of the same script after it go by EVALSHA.
+			evaled := map[*Script]bool{}
 			for j, i := range idx {
-				second[j] = ways[j].send(ctx, p, calls[i])
+				w := ways[j]
+				if w == wayEval && evaled[calls[i].Script] {
+					w = wayEvalSha
+				}
+				evaled[calls[i].Script] = evaled[calls[i].Script] || w == wayEval
+				second[j] = w.send(ctx, p, calls[i])
 			}
 			if queue != nil {
 				queue(p)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Holder is what one server says about a lock, without its value.
@@ -26,51 +24,115 @@ type Holder struct {
 
 // ReadHolder reads the lock key, its PTTL and its fence counter in one
 // round trip. The value is reduced to its identity here and goes no further:
-// errors carry the server's reply (WRONGTYPE...), never the value.
-func ReadHolder(ctx context.Context, c redis.Cmdable, key string) (Holder, error) {
-	holders, errs := ReadHolders(ctx, c, []string{key})
+// errors carry the server's reply (WRONGTYPE...), never the value. A
+// semaphore's key is a WRONGTYPE error (ReadPermits reads those).
+func ReadHolder(ctx context.Context, r Runner, key string) (Holder, error) {
+	holders, errs := ReadHolders(ctx, r, []string{key})
 	return holders[0], errs[0]
 }
 
 // ReadHolders is ReadHolder for many keys of one server in one pipelined
 // round trip: holders[i] and errs[i] are what ReadHolder(keys[i]) returns.
-func ReadHolders(ctx context.Context, c redis.Cmdable, keys []string) (holders []Holder, errs []error) {
-	type reads struct{ value, pttl, fence *redis.Cmd }
-	cmds := make([]reads, len(keys))
-	// The pipeline's own error is the first failed command's; each key's
-	// error comes from its commands below.
-	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, key := range keys {
-			cmds[i] = reads{p.Do(ctx, "GET", key), p.Do(ctx, "PTTL", key), p.Do(ctx, "GET", FenceKey(key))}
-		}
-		return nil
-	})
-	holders, errs = make([]Holder, len(keys)), make([]error, len(keys))
+func ReadHolders(ctx context.Context, r Runner, keys []string) (holders []Holder, errs []error) {
+	reads, errs := ReadKeys(ctx, r, keys, 0)
+	holders = make([]Holder, len(keys))
 	for i, key := range keys {
-		holders[i], errs[i] = holderFrom(key, cmds[i].value, cmds[i].pttl, cmds[i].fence)
+		switch {
+		case errs[i] != nil:
+		case reads[i].Permits != nil:
+			errs[i] = fmt.Errorf("reading lock %q: %w", key, wrongType("WRONGTYPE redlease: "+key+" holds a semaphore, not a lock"))
+		default:
+			holders[i] = reads[i].Holder
+		}
 	}
 	return holders, errs
 }
 
-// holderFrom reads one key's replies.
-func holderFrom(key string, value, pttl, fence *redis.Cmd) (Holder, error) {
-	for _, c := range []*redis.Cmd{value, pttl, fence} {
-		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			return Holder{}, fmt.Errorf("reading lock %q: %w", key, err)
+// wrongType is a WRONGTYPE error as a server would reply it, for callers
+// that tell a semaphore's key from a lock's by redis.HasErrorPrefix.
+type wrongType string
+
+func (e wrongType) Error() string { return string(e) }
+func (wrongType) RedisError()     {}
+
+// Read is what one server says about a key: a lock's holder (Holder, also
+// for a free key), or a semaphore's permits (Permits).
+type Read struct {
+	Holder  Holder
+	Permits *Permits
+}
+
+// readValueBytes is how much of a value a read returns: one byte more than
+// the longest value this library writes, so a longer value still reads as
+// one it did not write, and a tenant's huge value never leaves its server.
+const readValueBytes = MaxIdentityLength + 1 + 2*randomBytes + 1
+
+// ReadKeys reads keys of one server, locks' and semaphores' alike, in one
+// pipelined round trip of the read script (r runs again, in a second one,
+// those the server wants run another way: a script it does not know yet, a
+// function it does not have), returning at most maxPermits holders of
+// each semaphore (Permits.Live counts them all). Values are cut to a
+// prefix on the server and reduced to identities here. reads[i] and
+// errs[i] are keys[i]'s; a key of another type is a WRONGTYPE error.
+func ReadKeys(ctx context.Context, r Runner, keys []string, maxPermits int) (reads []Read, errs []error) {
+	calls := make([]Call, len(keys))
+	for i, key := range keys {
+		calls[i] = Call{readScript, []string{key, HoldersKey(key), FenceKey(key)}, []any{readValueBytes, maxPermits}}
+	}
+	cmds := r.Pipelined(ctx, calls)
+	reads, errs = make([]Read, len(keys)), make([]error, len(keys))
+	for i, key := range keys {
+		reply, err := cmds[i].Slice()
+		if err == nil {
+			reads[i], err = parseRead(reply)
 		}
-	}
-	var h Holder
-	if v, err := value.Text(); err == nil {
-		h.Held, h.Identity = true, IdentityFromValue(v)
-		ms, _ := pttl.Int64()
-		h.TTL = time.Duration(ms) * time.Millisecond
-	}
-	if f, err := fence.Text(); err == nil {
-		n, err := strconv.ParseUint(f, 10, 64)
 		if err != nil {
-			return h, fmt.Errorf("the fence counter %s is not a number", FenceKey(key))
+			errs[i] = fmt.Errorf("reading %q: %w", key, err)
 		}
-		h.FenceSet, h.Fence = true, n
 	}
-	return h, nil
+	return reads, errs
+}
+
+// parseRead reads the read script's reply.
+func parseRead(reply []any) (Read, error) {
+	if len(reply) < 2 {
+		return Read{}, fmt.Errorf("unexpected reply of %d items", len(reply))
+	}
+	kind, _ := reply[0].(int64)
+	counter, ok := reply[1].(string)
+	if !ok {
+		return Read{}, fmt.Errorf("unexpected fence counter %T", reply[1])
+	}
+	fence, fenceSet, err := parseCounter(counter)
+	if err != nil {
+		return Read{}, err
+	}
+	switch {
+	case kind == 0 && len(reply) == 2:
+		return Read{Holder: Holder{FenceSet: fenceSet, Fence: fence}}, nil
+	case kind == 1 && len(reply) == 4:
+		value, ok1 := reply[2].(string)
+		ms, ok2 := reply[3].(int64)
+		if !ok1 || !ok2 {
+			return Read{}, fmt.Errorf("unexpected reply %T %T", reply[2], reply[3])
+		}
+		return Read{Holder: Holder{Held: true, Identity: IdentityFromValue(value), TTL: time.Duration(ms) * time.Millisecond, FenceSet: fenceSet, Fence: fence}}, nil
+	case kind == 2 && len(reply) == 6:
+		p, err := parsePermits(reply[2:])
+		p.FenceSet, p.Fence = fenceSet, fence
+		return Read{Permits: &p}, err
+	}
+	return Read{}, fmt.Errorf("unexpected reply of kind %v and %d items", reply[0], len(reply))
+}
+
+// parseCounter reads a fence counter ("" when there is none).
+func parseCounter(s string) (n uint64, set bool, err error) {
+	if s == "" {
+		return 0, false, nil
+	}
+	n, err = strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, false, errors.New("the fence counter is not a number")
+	}
+	return n, true, nil
 }

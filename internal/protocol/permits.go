@@ -40,8 +40,11 @@ type PermitHolder struct {
 
 // Permits is what one server says about a semaphore.
 type Permits struct {
-	// Holders are the live permits, the soonest to expire first (the
-	// order of the holder set).
+	// Live is how many permits are live.
+	Live int
+	// Holders are the first live permits, the soonest to expire first
+	// (the order of the holder set): all of them, or as many as the read
+	// asked for.
 	Holders []PermitHolder
 	// FenceSet is true when the fence counter exists; Fence is its value.
 	FenceSet bool
@@ -52,43 +55,39 @@ type Permits struct {
 // script, on the server's clock. Values are reduced to identities here and
 // go no further. A key a lock holds is an error (WRONGTYPE).
 func ReadPermits(ctx context.Context, r Runner, key string) (Permits, error) {
-	reply, err := r.Run(ctx, Call{readPermitsScript, []string{key, HoldersKey(key), FenceKey(key)}, nil}).Slice()
-	if err != nil {
-		return Permits{}, fmt.Errorf("reading semaphore %q: %w", key, err)
+	reads, errs := ReadKeys(ctx, r, []string{key}, MaxPermits)
+	switch {
+	case errs[0] != nil:
+		return Permits{}, errs[0]
+	case reads[0].Permits == nil && reads[0].Holder.Held:
+		return Permits{}, fmt.Errorf("reading semaphore %q: %w", key, wrongType("WRONGTYPE redlease: "+key+" holds a lock, not a semaphore"))
+	case reads[0].Permits == nil: // no permit held
+		return Permits{FenceSet: reads[0].Holder.FenceSet, Fence: reads[0].Holder.Fence}, nil
 	}
-	p, err := parsePermits(reply)
-	if err != nil {
-		return Permits{}, fmt.Errorf("reading semaphore %q: %w", key, err)
-	}
-	return p, nil
+	return *reads[0].Permits, nil
 }
 
+// parsePermits reads {now, live, {value, expiry, ...}, {"<fence> <since>"
+// or nil, ...}} of the read script.
 func parsePermits(reply []any) (Permits, error) {
 	var p Permits
-	if len(reply) != 4 {
-		return p, fmt.Errorf("unexpected reply of %d items", len(reply))
-	}
 	now, ok1 := reply[0].(int64)
-	live, ok2 := reply[1].([]any)
-	confirmed, ok3 := reply[2].([]any)
-	counter, ok4 := reply[3].(string)
-	if !ok1 || !ok2 || !ok3 || !ok4 || len(live)%2 != 0 || len(confirmed)%2 != 0 {
+	live, ok2 := reply[1].(int64)
+	shown, ok3 := reply[2].([]any)
+	info, ok4 := reply[3].([]any)
+	if !ok1 || !ok2 || !ok3 || !ok4 || len(shown) != 2*len(info) {
 		return p, fmt.Errorf("unexpected reply %T %T %T %T", reply[0], reply[1], reply[2], reply[3])
 	}
-	info := map[string]string{}
-	for i := 0; i < len(confirmed); i += 2 {
-		v, _ := confirmed[i].(string)
-		info[v], _ = confirmed[i+1].(string)
-	}
-	for i := 0; i < len(live); i += 2 {
-		v, _ := live[i].(string)
-		s, _ := live[i+1].(string)
+	p.Live = int(live)
+	for i := 0; i < len(shown); i += 2 {
+		v, _ := shown[i].(string)
+		s, _ := shown[i+1].(string)
 		expiry, err := strconv.ParseFloat(s, 64)
 		if err != nil {
 			return p, fmt.Errorf("a permit's expiry %q is not a number", s)
 		}
 		h := PermitHolder{Identity: IdentityFromValue(v), TTL: time.Duration(int64(expiry)-now) * time.Millisecond}
-		if fenceSince, ok := info[v]; ok {
+		if fenceSince, ok := info[i/2].(string); ok {
 			f, since, _ := strings.Cut(fenceSince, " ")
 			fence, err1 := strconv.ParseUint(f, 10, 64)
 			ms, err2 := strconv.ParseInt(since, 10, 64)
@@ -98,13 +97,6 @@ func parsePermits(reply []any) (Permits, error) {
 			h.Confirmed, h.Fence, h.Since = true, fence, time.UnixMilli(ms)
 		}
 		p.Holders = append(p.Holders, h)
-	}
-	if counter != "" {
-		n, err := strconv.ParseUint(counter, 10, 64)
-		if err != nil {
-			return p, errors.New("the fence counter is not a number")
-		}
-		p.FenceSet, p.Fence = true, n
 	}
 	return p, nil
 }

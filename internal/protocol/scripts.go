@@ -68,9 +68,10 @@ var (
 	// Replies 1 when extended, 0 when the value no longer held a permit.
 	RenewPermitScript = newScript("permit_renew", lineSrc+permitsSrc+permitRenewSrc, false)
 
-	//go:embed lua/permit_read.lua
-	permitReadSrc     string
-	readPermitsScript = newScript("permit_read", lineSrc+permitsSrc+permitReadSrc, true)
+	//go:embed lua/read.lua
+	readSrc string
+	// readScript reads a lock's or a semaphore's key, bounded (ReadKeys).
+	readScript = newScript("read", lineSrc+permitsSrc+readSrc, true)
 
 	//go:embed lua/fence_write.lua
 	fenceWriteSrc string
@@ -91,7 +92,7 @@ var (
 // scripts are every script of the protocol, in the order the library
 // registers them.
 var scripts = []*Script{AcquireScript, releaseScript, RenewScript, raiseFenceScript, AcquirePermitScript,
-	releasePermitScript, RenewPermitScript, readPermitsScript, FenceWriteScript, ElectionRecordScript}
+	releasePermitScript, RenewPermitScript, readScript, FenceWriteScript, ElectionRecordScript}
 
 // HandoffWindow bounds how long a released key waits for the waiter it was
 // handed to (at most the lock's TTL): a waiter that died at the head of the

@@ -88,7 +88,7 @@ func (s *server) give(key, value string, window time.Duration) bool {
 
 func (s *server) holder(key string) string {
 	s.t.Helper()
-	h, err := protocol.ReadHolder(s.ctx, s.c, key)
+	h, err := protocol.ReadHolder(s.ctx, s.r, key)
 	s.must(err)
 	return h.Identity
 }

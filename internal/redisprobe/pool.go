@@ -253,14 +253,12 @@ func (p *Pool) newClient(t Target) (*redis.Client, error) {
 		}
 		o.TLSConfig = cfg
 	}
-	if p.opts.Egress != nil {
-		base := o.Dialer
-		if base == nil {
-			// go-redis adds TLS only in its own dialer: wrap that one,
-			// not a bare TCP dialer.
-			base = redis.NewDialer(o)
-		}
-		o.Dialer = p.opts.Egress.Wrap(base)
+	base := o.Dialer
+	if base == nil {
+		// go-redis adds TLS only in its own dialer: wrap that one, not a
+		// bare TCP dialer, so the reply limit reads inside TLS.
+		base = redis.NewDialer(o)
 	}
+	o.Dialer = limitReplies(p.opts.Egress.Wrap(base), MaxReplyBytes)
 	return redis.NewClient(o), nil
 }

@@ -156,7 +156,7 @@ func checkProbeAndConfig(ctx context.Context, t *testing.T, c *redis.Client) {
 // pkg/lock, and one with a value pkg/lock did not write.
 func checkHolder(ctx context.Context, t *testing.T, srv *redistest.Server, c *redis.Client) {
 	t.Helper()
-	h, err := protocol.ReadHolder(ctx, c, "k")
+	h, err := protocol.ReadHolder(ctx, protocol.Scripts(c), "k")
 	if err != nil || h != (protocol.Holder{}) {
 		t.Errorf("ReadHolder on a free lock = %+v, %v", h, err)
 	}
@@ -173,7 +173,7 @@ func checkHolder(ctx context.Context, t *testing.T, srv *redistest.Server, c *re
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err = protocol.ReadHolder(ctx, c, "k")
+	h, err = protocol.ReadHolder(ctx, protocol.Scripts(c), "k")
 	if err != nil || !h.Held || h.Identity != "me" || !h.FenceSet || h.Fence != lease.Fence() {
 		t.Errorf("ReadHolder = %+v, %v; want me with fence %d", h, err, lease.Fence())
 	}
@@ -186,7 +186,7 @@ func checkHolder(ctx context.Context, t *testing.T, srv *redistest.Server, c *re
 	if err := c.Set(ctx, "foreign", "not-ours", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if h, err := protocol.ReadHolder(ctx, c, "foreign"); err != nil || !h.Held || h.Identity != "" {
+	if h, err := protocol.ReadHolder(ctx, protocol.Scripts(c), "foreign"); err != nil || !h.Held || h.Identity != "" {
 		t.Errorf("ReadHolder of a foreign value = %+v, %v", h, err)
 	}
 }

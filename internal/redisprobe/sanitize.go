@@ -40,7 +40,7 @@ func StatusText(err error) string {
 	if errors.As(err, &re) {
 		return replyText(re.Error())
 	}
-	for _, own := range []error{ErrAddressNotAllowed, ErrUnknownMaster, ErrConfigUnavailable, ErrPoolClosed} {
+	for _, own := range []error{ErrAddressNotAllowed, ErrUnknownMaster, ErrConfigUnavailable, ErrPoolClosed, ErrReplyTooLarge, ErrClientPanicked} {
 		if errors.Is(err, own) {
 			return strings.TrimPrefix(own.Error(), "redisprobe: ")
 		}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redlease/redlease/internal/protocol"
 )
 
@@ -37,13 +35,9 @@ func (l *Locker) Inspect(ctx context.Context, key string) (Holding, error) {
 	return l.backend.inspect(ctx, key)
 }
 
+// inspect reads one server in one round trip.
 func (s *single) inspect(ctx context.Context, key string) (Holding, error) {
-	return inspectOn(ctx, s.client, key)
-}
-
-// inspectOn reads one server in one round trip.
-func inspectOn(ctx context.Context, c redis.Cmdable, key string) (Holding, error) {
-	h, err := protocol.ReadHolder(ctx, c, key)
+	h, err := protocol.ReadHolder(ctx, s.run, key)
 	if err != nil {
 		return Holding{Key: key}, fmt.Errorf("lock: inspect: %w", err)
 	}
