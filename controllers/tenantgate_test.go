@@ -1,9 +1,7 @@
 package controllers
 
 import (
-	"net"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,34 +17,7 @@ import (
 // for its timeouts.
 func silentServer(t *testing.T) string {
 	t.Helper()
-	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
+	return redistest.ServeFake(t, nil, nil)
 }
 
 // One namespace has 12 inline locks on a server that never answers (each

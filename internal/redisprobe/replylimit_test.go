@@ -6,7 +6,6 @@ SPDX-License-Identifier: Apache-2.0
 package redisprobe
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,7 +16,6 @@ import (
 	"math/big"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -143,7 +141,7 @@ func TestRESPScanner(t *testing.T) {
 // byte per write, then keeps the connection open.
 func startDribbler(t *testing.T, reply string) string {
 	t.Helper()
-	return listen(t, nil, func(c net.Conn) {
+	return redistest.ServeFake(t, nil, func(c net.Conn) {
 		buf := make([]byte, 4096)
 		if _, err := c.Read(buf); err != nil {
 			return
@@ -166,49 +164,9 @@ func startDribbler(t *testing.T, reply string) string {
 // the first command with reply.
 func startTLSPeer(t *testing.T, reply string) string {
 	t.Helper()
-	return listen(t, &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}, MinVersion: tls.VersionTLS12}, func(c net.Conn) {
+	return redistest.ServeFake(t, &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}, MinVersion: tls.VersionTLS12}, func(c net.Conn) {
 		serve(c, true, []string{reply})
 	})
-}
-
-// listen serves each connection of a listener on 127.0.0.1 (TLS when cfg
-// is set) with handle until the test ends.
-func listen(t *testing.T, cfg *tls.Config, handle func(net.Conn)) string {
-	t.Helper()
-	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg != nil {
-		ln = tls.NewListener(ln, cfg)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { handle(c) })
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
 }
 
 func selfSigned(t *testing.T) tls.Certificate {

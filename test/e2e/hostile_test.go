@@ -6,10 +6,8 @@ SPDX-License-Identifier: Apache-2.0
 package e2e
 
 import (
-	"context"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -74,45 +72,15 @@ func TestManagerSurvivesAHostileServer(t *testing.T) {
 // hostileServer answers each read of every connection with reply.
 func hostileServer(t *testing.T, reply string) string {
 	t.Helper()
-	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
+	return redistest.ServeFake(t, nil, func(c net.Conn) {
+		buf := make([]byte, 4096)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := c.Read(buf); err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				buf := make([]byte, 4096)
-				for {
-					if _, err := c.Read(buf); err != nil {
-						return
-					}
-					if _, err := c.Write([]byte(reply)); err != nil {
-						return
-					}
-				}
-			})
+			if _, err := c.Write([]byte(reply)); err != nil {
+				return
+			}
 		}
 	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
 }
