@@ -103,6 +103,18 @@ func checkImage(t *testing.T, img v1.Image, arch, caPEM string) {
 			t.Errorf("%s: label %s = %q, want %q", arch, k, cfg.Config.Labels[k], want)
 		}
 	}
+	files, contents := imageFiles(t, img)
+	if contents[caPath] != caPEM || files[caPath].Mode != 0o644 {
+		t.Errorf("%s: /%s = %q (mode %v), want the CA bundle, world-readable", arch, caPath, contents[caPath], files[caPath])
+	}
+	if bin := files["lockctl"]; bin == nil || bin.Mode != 0o755 || bin.Uid != 65532 || contents["lockctl"] != "#!not really a "+arch+" binary" {
+		t.Errorf("%s: /lockctl = %+v %q, want this platform's binary, executable", arch, bin, contents["lockctl"])
+	}
+}
+
+// imageFiles reads an image's file system: each file's header and content.
+func imageFiles(t *testing.T, img v1.Image) (map[string]*tar.Header, map[string]string) {
+	t.Helper()
 	files := map[string]*tar.Header{}
 	contents := map[string]string{}
 	rc := mutate.Extract(img)
@@ -122,11 +134,62 @@ func checkImage(t *testing.T, img v1.Image, arch, caPEM string) {
 		}
 		files[hdr.Name], contents[hdr.Name] = hdr, string(b)
 	}
-	if contents[caPath] != caPEM || files[caPath].Mode != 0o644 {
-		t.Errorf("%s: /%s = %q (mode %v), want the CA bundle, world-readable", arch, caPath, contents[caPath], files[caPath])
+	return files, contents
+}
+
+// TestFileFlagAddsFilesBesideTheBinary: -file puts a file (a shared
+// library, say) at its path in the image, root-owned, with its source's mode,
+// the binary still the entrypoint.
+func TestFileFlagAddsFilesBesideTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	ca, bin, lib := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "redis-server"), filepath.Join(dir, "libfoo.so.1")
+	for f, mode := range map[string]os.FileMode{ca: 0o600, bin: 0o600, lib: 0o755} {
+		if err := os.WriteFile(f, []byte(filepath.Base(f)), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(f, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
 	}
-	if bin := files["lockctl"]; bin == nil || bin.Mode != 0o755 || bin.Uid != 65532 || contents["lockctl"] != "#!not really a "+arch+" binary" {
-		t.Errorf("%s: /lockctl = %+v %q, want this platform's binary, executable", arch, bin, contents["lockctl"])
+	var plats platforms
+	var fs files
+	if err := plats.Set("linux/amd64=" + bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Set(lib + "=/lib/x86_64-linux-gnu/libfoo.so.1"); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "image.tar")
+	if err := build(options{platforms: plats, files: fs, ca: ca, tag: "redlease/redis:test", out: out}); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := readArchive(t, out).ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := idx.ImageIndex(top.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := images.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := images.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, contents := imageFiles(t, img)
+	got := files["lib/x86_64-linux-gnu/libfoo.so.1"]
+	if got == nil || got.Mode != 0o755 || got.Uid != 0 || contents["lib/x86_64-linux-gnu/libfoo.so.1"] != "libfoo.so.1" {
+		t.Errorf("/lib/x86_64-linux-gnu/libfoo.so.1 = %+v, want the file, root-owned, mode 0755", got)
+	}
+	if files["redis-server"] == nil {
+		t.Error("the binary is missing beside the -file files")
 	}
 }
 
@@ -142,6 +205,15 @@ func readArchive(t *testing.T, archive string) layout.Path {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func TestFileFlag(t *testing.T) {
+	for _, bad := range []string{"lib.so", "=/lib/lib.so", "lib.so=", "lib.so=/"} {
+		var f files
+		if err := f.Set(bad); err == nil {
+			t.Errorf("-file %q accepted", bad)
+		}
+	}
 }
 
 func TestPlatformFlag(t *testing.T) {
