@@ -149,7 +149,7 @@ func build(o options) error {
 	// its annotation.
 	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{
 		"org.opencontainers.image.ref.name": ref.TagStr(),
-		"io.containerd.image.name":          ref.Name(),
+		"io.containerd.image.name":          containerdName(ref),
 	})); err != nil {
 		return err
 	}
@@ -165,6 +165,19 @@ func build(o options) error {
 	}
 	fmt.Printf("%s %s (%d platforms) -> %s\n", o.tag, digest, len(o.platforms), o.out)
 	return nil
+}
+
+// containerdName is the name containerd's CRI, and so the kubelet, looks
+// an image up by: the reference normalized as Docker does, docker.io for
+// Docker Hub. go-containerregistry spells Docker Hub index.docker.io, a name
+// the kubelet never asks for: an image imported under it was not found,
+// and with imagePullPolicy IfNotPresent the kubelet went to pull
+// redlease/manager from Docker Hub (make test-node found it).
+func containerdName(ref name.Tag) string {
+	if ref.RegistryStr() == name.DefaultRegistry {
+		return "docker.io/" + ref.RepositoryStr() + ":" + ref.TagStr()
+	}
+	return ref.Name()
 }
 
 // platformImage is one platform's image: the CA bundle layer, then the

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -57,7 +58,8 @@ func TestBuildWritesAMultiPlatformNonRootImage(t *testing.T) {
 	if got := top.Manifests[0].Annotations["org.opencontainers.image.ref.name"]; got != "v0.0.0-test" {
 		t.Errorf("ref.name annotation %q, want the tag", got)
 	}
-	if got := top.Manifests[0].Annotations["io.containerd.image.name"]; got != "index.docker.io/redlease/lockctl:v0.0.0-test" {
+	// What the kubelet asks containerd for, given redlease/lockctl:v0.0.0-test.
+	if got := top.Manifests[0].Annotations["io.containerd.image.name"]; got != "docker.io/redlease/lockctl:v0.0.0-test" {
 		t.Errorf("containerd name %q", got)
 	}
 	images, err := idx.ImageIndex(top.Manifests[0].Digest)
@@ -221,6 +223,24 @@ func TestPlatformFlag(t *testing.T) {
 		var p platforms
 		if err := p.Set(bad); err == nil {
 			t.Errorf("-platform %q accepted", bad)
+		}
+	}
+}
+
+// TestContainerdName: Docker Hub references are named as the kubelet asks
+// for them (docker.io, library/ for official images), others as given.
+func TestContainerdName(t *testing.T) {
+	for ref, want := range map[string]string{
+		"redlease/manager:v0.1.0":              "docker.io/redlease/manager:v0.1.0",
+		"busybox:1.36":                         "docker.io/library/busybox:1.36",
+		"registry.local/redlease/redis:7.0.15": "registry.local/redlease/redis:7.0.15",
+	} {
+		tag, err := name.NewTag(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := containerdName(tag); got != want {
+			t.Errorf("%s: containerd name %q, want %q", ref, got, want)
 		}
 	}
 }
