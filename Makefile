@@ -71,6 +71,13 @@ test: tools redis postgres verify helm-lint ## Install what tests need, verify, 
 	go test $(GO_TEST_FLAGS) ./...
 	cd hack/ocibuild && go test -count=1 ./...
 
+# go test -run pattern of the node scenarios, e.g. NODE_RUN=Scenario3.
+NODE_RUN ?= .
+
+.PHONY: test-node
+test-node: ## A real single-node cluster (kubelet, containerd, runc; root): helm install, active/standby pods, uninstall; tears it all down on every exit path (docs/node.md).
+	hack/node/run.sh '$(NODE_RUN)'
+
 CHAOS_COUNT ?= 5
 
 .PHONY: test-chaos
