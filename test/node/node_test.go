@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/redlease/redlease/internal/kubetest"
 )
@@ -37,6 +39,7 @@ var (
 	clusterC struct {
 		once sync.Once
 		cs   *kubernetes.Clientset
+		c    client.Client // typed, the redlease kinds too
 		err  error
 	}
 )
@@ -57,7 +60,15 @@ func cluster(t *testing.T) *kubernetes.Clientset {
 			clusterC.err = err
 			return
 		}
-		clusterC.cs, clusterC.err = kubernetes.NewForConfig(cfg)
+		if clusterC.cs, clusterC.err = kubernetes.NewForConfig(cfg); clusterC.err != nil {
+			return
+		}
+		scheme, err := kubetest.NewScheme()
+		if err != nil {
+			clusterC.err = err
+			return
+		}
+		clusterC.c, clusterC.err = client.New(cfg, client.Options{Scheme: scheme})
 	})
 	if clusterC.err != nil {
 		t.Fatal(clusterC.err)
@@ -170,6 +181,13 @@ func jsonpath(t *testing.T, expr string, args ...string) string {
 
 // ms formats a duration as milliseconds for the measurements' log lines.
 func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
+
+// p50max summarizes durations for a MEASURE line: "p50 X, max Y over N".
+func p50max(ds []time.Duration) string {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return fmt.Sprintf("p50 %s, max %s over %d", ms(s[(len(s)-1)/2]), ms(s[len(s)-1]), len(s))
+}
 
 // operatorMemory logs the memory of each manager pod, from its cgroup
 // (v1): the working set (usage less inactive file pages) and the RSS.

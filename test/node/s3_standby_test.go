@@ -8,7 +8,6 @@ package node_test
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -362,8 +361,7 @@ func TestScenario3ActiveStandby(t *testing.T) {
 	s.close()
 	s.check(t, start, windows)
 	for how, d := range takeovers {
-		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		t.Logf("MEASURE takeover after %s: p50 %s, max %s over %d (TTL %s, probe period %s)", how, ms(d[len(d)/2]), ms(d[len(d)-1]), len(d), standbyTTL, standbyProbePeriod)
+		t.Logf("MEASURE takeover after %s: %s (TTL %s, probe period %s)", how, p50max(d), standbyTTL, standbyProbePeriod)
 	}
 	operatorMemory(t, cs)
 }
