@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the OCI archives make test-node imports, into dist/ (this host's
 # platform only): the operator and lockctl (make image), the pod sandbox
-# (test/node/pause), and Redis assembled from Debian's redis-server and the
+# (test/node/pause), the demo (its fenced ledger writer), and Redis assembled from Debian's redis-server and the
 # shared libraries it links, with hack/ocibuild. Warm: a few seconds.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -12,6 +12,10 @@ mkdir -p dist/node
 make -s image IMAGE_PLATFORMS="linux/$arch" >/dev/null
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o dist/bin/node/pause ./test/node/pause
 (cd hack/ocibuild && go run . -platform "linux/$arch=$root/dist/bin/node/pause" -tag "$PAUSE_IMAGE" -out "$root/dist/node/pause.tar") >/dev/null
+# The demo's fenced ledger writer (demo write-once): the critical section of
+# the CronJob scenario.
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o dist/bin/node/demo ./cmd/demo
+(cd hack/ocibuild && go run . -platform "linux/$arch=$root/dist/bin/node/demo" -tag "$DEMO_IMAGE" -out "$root/dist/node/demo.tar") >/dev/null
 
 # redis-server is also the Sentinel (--sentinel); ldd names every library
 # it loads, the dynamic loader included.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -62,22 +63,10 @@ func TestBuildWritesAMultiPlatformNonRootImage(t *testing.T) {
 	if got := top.Manifests[0].Annotations["io.containerd.image.name"]; got != "docker.io/redlease/lockctl:v0.0.0-test" {
 		t.Errorf("containerd name %q", got)
 	}
-	images, err := idx.ImageIndex(top.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := images.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var archs []string
-	for _, m := range im.Manifests {
-		archs = append(archs, m.Platform.OS+"/"+m.Platform.Architecture)
-		img, err := images.Image(m.Digest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkImage(t, img, m.Platform.Architecture, caPEM)
+	for plat, img := range platformImages(t, idx) {
+		archs = append(archs, plat)
+		checkImage(t, img, strings.TrimPrefix(plat, "linux/"), caPEM)
 	}
 	slices.Sort(archs)
 	if !slices.Equal(archs, []string{"linux/amd64", "linux/arm64"}) {
@@ -112,6 +101,33 @@ func checkImage(t *testing.T, img v1.Image, arch, caPEM string) {
 	if bin := files["lockctl"]; bin == nil || bin.Mode != 0o755 || bin.Uid != 65532 || contents["lockctl"] != "#!not really a "+arch+" binary" {
 		t.Errorf("%s: /lockctl = %+v %q, want this platform's binary, executable", arch, bin, contents["lockctl"])
 	}
+}
+
+// platformImages are the images of an archive's one image index, by
+// platform (OS/ARCH).
+func platformImages(t *testing.T, idx v1.ImageIndex) map[string]v1.Image {
+	t.Helper()
+	top, err := idx.IndexManifest()
+	if err != nil || len(top.Manifests) != 1 {
+		t.Fatalf("index.json: %v, %+v; want one image index", err, top)
+	}
+	images, err := idx.ImageIndex(top.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := images.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]v1.Image{}
+	for _, m := range im.Manifests {
+		img, err := images.Image(m.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[m.Platform.OS+"/"+m.Platform.Architecture] = img
+	}
+	return out
 }
 
 // imageFiles reads an image's file system: each file's header and content.
@@ -169,21 +185,9 @@ func TestFileFlagAddsFilesBesideTheBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	images, err := idx.ImageIndex(top.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := images.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := images.Image(im.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
+	img := platformImages(t, idx)["linux/amd64"]
+	if img == nil {
+		t.Fatal("no linux/amd64 image")
 	}
 	files, contents := imageFiles(t, img)
 	got := files["lib/x86_64-linux-gnu/libfoo.so.1"]

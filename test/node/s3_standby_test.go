@@ -30,6 +30,64 @@ const (
 	takeoverSlack = 3 * time.Second
 )
 
+// inlineLockManifest is an inline DistributedLock on the namespace's Redis
+// (redisManifest) and a ServiceAccount sa bound to the documented pod Role:
+// read the lock, get its credentials Secret (redlease-lock-<lock>).
+func inlineLockManifest(ns, lock, sa string, ttl time.Duration) string {
+	return fmt.Sprintf(`apiVersion: redlease.io/v1alpha1
+kind: DistributedLock
+metadata: {name: %[2]s, namespace: %[1]s}
+spec:
+  redis: {mode: Standalone, service: {name: redis, port: 6379}}
+  ttl: %[4]s
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: %[3]s, namespace: %[1]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: %[3]s-lock, namespace: %[1]s}
+rules:
+- apiGroups: ["redlease.io"]
+  resources: ["distributedlocks"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  resourceNames: ["redlease-lock-%[2]s"]
+  verbs: ["get"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: %[3]s-lock, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[3]s-lock}
+subjects: [{kind: ServiceAccount, name: %[3]s, namespace: %[1]s}]
+---
+`, ns, lock, sa, ttl)
+}
+
+// lockctlInit is the pod spec part of config/samples/standby and
+// config/samples/cronjob that puts lockctl into the pod: a restricted pod
+// security context, and an init container from the lockctl image that
+// installs it into the "tools" volume (an emptyDir, as are the volumes
+// named in emptyDirs); each line indented by pad.
+func lockctlInit(pad string, emptyDirs ...string) string {
+	volumes := "{name: tools, emptyDir: {}}"
+	for _, v := range emptyDirs {
+		volumes += ", {name: " + v + ", emptyDir: {}}"
+	}
+	return pad + strings.ReplaceAll(strings.TrimSuffix(`securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+volumes: [`+volumes+`]
+initContainers:
+- name: lockctl
+  image: redlease/lockctl:v0.1.0
+  imagePullPolicy: Never
+  command: ["/lockctl", "install", "/tools/lockctl"]
+  volumeMounts: [{name: tools, mountPath: /tools}]
+  securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: ["ALL"]}}
+`, "\n"), "\n", "\n"+pad) + "\n"
+}
+
 // redisManifest is a standalone Redis in namespace ns from the image
 // assembled from Debian's redis-server (hack/node/images.sh), behind the
 // Service "redis".
@@ -70,36 +128,7 @@ spec:
 // `lockctl run --ready-addr :8090 -- /pause` (the sandbox image's binary
 // stands in for the server), a readiness probe on /readyz, a Service.
 func standbyManifest(t *testing.T, ns string) string {
-	return fmt.Sprintf(`apiVersion: redlease.io/v1alpha1
-kind: DistributedLock
-metadata: {name: leader, namespace: %[1]s}
-spec:
-  redis: {mode: Standalone, service: {name: redis, port: 6379}}
-  ttl: %[3]s
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: app, namespace: %[1]s}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: app-lock, namespace: %[1]s}
-rules:
-- apiGroups: ["redlease.io"]
-  resources: ["distributedlocks"]
-  verbs: ["get", "list", "watch"]
-- apiGroups: [""]
-  resources: ["secrets"]
-  resourceNames: ["redlease-lock-leader"]
-  verbs: ["get"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: app-lock, namespace: %[1]s}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: app-lock}
-subjects: [{kind: ServiceAccount, name: app, namespace: %[1]s}]
----
-apiVersion: v1
+	return inlineLockManifest(ns, "leader", "app", standbyTTL) + fmt.Sprintf(`apiVersion: v1
 kind: Service
 metadata: {name: active, namespace: %[1]s}
 spec:
@@ -119,27 +148,18 @@ spec:
     spec:
       serviceAccountName: app
       terminationGracePeriodSeconds: 10
-      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
-      volumes: [{name: tools, emptyDir: {}}]
-      initContainers:
-      - name: lockctl
-        image: redlease/lockctl:v0.1.0
-        imagePullPolicy: Never
-        command: ["/lockctl", "install", "/tools/lockctl"]
-        volumeMounts: [{name: tools, mountPath: /tools}]
-        securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: ["ALL"]}}
-      containers:
+%[4]s      containers:
       - name: app
         image: %[2]s
         imagePullPolicy: Never
         command: ["/tools/lockctl", "run", "--lock", "%[1]s/leader", "--ready-addr", ":8090", "--", "/pause"]
         env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
         ports: [{name: lockctl, containerPort: 8090}]
-        readinessProbe: {httpGet: {path: /readyz, port: lockctl}, periodSeconds: %[4]d, timeoutSeconds: 1, failureThreshold: 1}
+        readinessProbe: {httpGet: {path: /readyz, port: lockctl}, periodSeconds: %[3]d, timeoutSeconds: 1, failureThreshold: 1}
         livenessProbe: {httpGet: {path: /livez, port: lockctl}, periodSeconds: 10, failureThreshold: 3}
         volumeMounts: [{name: tools, mountPath: /tools}]
         securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: ["ALL"]}}
-`, ns, env(t, "PAUSE_IMAGE"), standbyTTL, int(standbyProbePeriod/time.Second))
+`, ns, env(t, "PAUSE_IMAGE"), int(standbyProbePeriod/time.Second), lockctlInit("      "))
 }
 
 // sample is one look at a Service's EndpointSlices: the pods of its ready
@@ -147,6 +167,24 @@ spec:
 type sample struct {
 	at    time.Time
 	ready []string
+}
+
+// readyEndpoints are the pods of a Service's ready endpoints.
+func readyEndpoints(t *testing.T, cs *kubernetes.Clientset, ns, svc string) ([]string, error) {
+	eps, err := cs.DiscoveryV1().EndpointSlices(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc})
+	if err != nil {
+		return nil, err
+	}
+	var ready []string
+	for _, sl := range eps.Items {
+		for _, ep := range sl.Endpoints {
+			// nil means ready (discovery/v1).
+			if (ep.Conditions.Ready == nil || *ep.Conditions.Ready) && ep.TargetRef != nil {
+				ready = append(ready, ep.TargetRef.Name)
+			}
+		}
+	}
+	return ready, nil
 }
 
 // endpointSampler samples a Service's ready endpoints every 100 ms.
@@ -167,18 +205,9 @@ func sampleEndpoints(t *testing.T, cs *kubernetes.Clientset, ns, svc string) *en
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			slices, err := cs.DiscoveryV1().EndpointSlices(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc})
+			ready, err := readyEndpoints(t, cs, ns, svc)
 			if err != nil {
 				continue
-			}
-			var ready []string
-			for _, sl := range slices.Items {
-				for _, ep := range sl.Endpoints {
-					// nil means ready (discovery/v1).
-					if (ep.Conditions.Ready == nil || *ep.Conditions.Ready) && ep.TargetRef != nil {
-						ready = append(ready, ep.TargetRef.Name)
-					}
-				}
 			}
 			s.mu.Lock()
 			s.samples = append(s.samples, sample{time.Now(), ready})

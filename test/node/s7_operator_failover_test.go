@@ -69,10 +69,26 @@ func lookAt(t *testing.T, ns, name string) (lockLook, error) {
 func TestScenario7OperatorFailover(t *testing.T) {
 	cs := cluster(t)
 	const ns = "standby"
-	first, err := lookAt(t, ns, "leader")
-	if err != nil || first.ready != metav1.ConditionTrue || first.holder == "" {
-		t.Fatalf("needs scenario 1 and 3 before it (the operator, the lock standby/leader held and Ready): %+v, %v", first, err)
+	if l, err := lookAt(t, ns, "leader"); err != nil || l.ready != metav1.ConditionTrue {
+		t.Fatalf("needs scenario 1 and 3 before it (the operator, the lock standby/leader Ready): %+v, %v", l, err)
 	}
+	// Scenario 3 ends with a takeover, which the status shows within a
+	// probe interval: from then on it names the pod the Service routes to.
+	var first lockLook
+	eventually(t, time.Minute, "the lock's status names the active pod", func() error {
+		var err error
+		if first, err = lookAt(t, ns, "leader"); err != nil {
+			return err
+		}
+		active, err := readyEndpoints(t, cs, ns, "active")
+		if err != nil {
+			return err
+		}
+		if len(active) != 1 || first.ready != metav1.ConditionTrue || !strings.HasPrefix(first.holder, active[0]+":") {
+			return fmt.Errorf("holder %q, Ready %s, active %v", first.holder, first.ready, active)
+		}
+		return nil
+	})
 	var mu sync.Mutex
 	var looks []lockLook
 	stop, done := make(chan struct{}), make(chan struct{})
