@@ -76,7 +76,7 @@ test: tools redis postgres verify helm-lint ## Install what tests need, verify, 
 NODE_RUN ?= .
 
 .PHONY: test-node
-test-node: ## A real single-node cluster (kubelet, containerd, runc; root): helm install, active/standby pods, uninstall; tears it all down on every exit path (docs/node.md).
+test-node: ## A real single-node cluster (kubelet, containerd, runc; root): helm install + helm test, active/standby pods, a CronJob, operator failover, uninstall; tears it all down on every exit path (docs/node.md).
 	hack/node/run.sh '$(NODE_RUN)'
 
 CHAOS_COUNT ?= 5
