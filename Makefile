@@ -67,11 +67,19 @@ verify: manifests generate lint tidy-check ## Fail when generated files are stal
 	@untracked=$$(git ls-files --others --exclude-standard -- config api charts/redlease/files); if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
 
 .PHONY: test
-test: tools redis postgres verify helm-lint ## Install what tests need, verify, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included).
+test: tools redis postgres verify helm-lint ## Install what tests need, verify, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included), then make test-node where the machine can (CI must).
 	go test $(GO_TEST_FLAGS) ./...
 	@echo "internal/protocol again, through the function library (-protocol.functions)"
 	go test $(GO_TEST_FLAGS) ./internal/protocol/ -args -protocol.functions
 	cd hack/ocibuild && go test -count=1 ./...
+	NODE_OPTIONAL=1 hack/node/run.sh
+
+# go test -run pattern of the node scenarios, e.g. NODE_RUN=Scenario3.
+NODE_RUN ?= .
+
+.PHONY: test-node
+test-node: ## A real single-node cluster (kubelet, containerd, runc; root): helm install + helm test, active/standby pods, a CronJob, operator failover, uninstall; tears it all down on every exit path (docs/node.md).
+	hack/node/run.sh '$(NODE_RUN)'
 
 ##@ Server flavours
 

@@ -170,6 +170,33 @@ func (s *StoreReconciler) ensureFinalizer(ctx context.Context, so storeObject) e
 	return nil
 }
 
+// ReleaseACLFinalizers removes the ACL cleanup finalizer from every
+// ClusterLockStore and returns the names of the stores it took it from. It
+// is for an uninstall (the manager's --release-acl-finalizers, the chart's
+// post-delete hook): once no manager runs, nothing would remove it, and
+// deleting such a store, or its CRD, would wait forever. The stores' tenant
+// users stay on Redis; a manager that runs again puts the finalizer back.
+func ReleaseACLFinalizers(ctx context.Context, c client.Client) ([]string, error) {
+	var list v1alpha1.ClusterLockStoreList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing ClusterLockStores: %w", err)
+	}
+	var released []string
+	for i := range list.Items {
+		cs := &list.Items[i]
+		if !controllerutil.ContainsFinalizer(cs, aclFinalizer) {
+			continue
+		}
+		patch := client.MergeFrom(cs.DeepCopy())
+		controllerutil.RemoveFinalizer(cs, aclFinalizer)
+		if err := c.Patch(ctx, cs, patch); err != nil && !apierrors.IsNotFound(err) {
+			return released, fmt.Errorf("removing the finalizer of ClusterLockStore %s: %w", cs.Name, err)
+		}
+		released = append(released, cs.Name)
+	}
+	return released, nil
+}
+
 // finalize deletes the store's tenant users on every node that answers,
 // then lets the store go. A node that does not answer keeps its users (an
 // Event says so): blocking the deletion on a server that may never come

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/kubetest"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -491,5 +492,43 @@ func TestClusterLockStoreDeletion(t *testing.T) {
 	}
 	for _, ns := range h.extra {
 		h.waitForIn(ns, "job", "StoreNotFound", notReadyBecause(v1alpha1.ReasonStoreNotFound))
+	}
+}
+
+// TestReleaseACLFinalizers: what an uninstall runs once the manager is gone
+// (--release-acl-finalizers): every ClusterLockStore loses the ACL cleanup
+// finalizer, so deleting it no longer waits for a controller that will
+// never come; stores without it are left alone. Not parallel: it strips the
+// finalizer of every store in the API server, the parallel tests' too.
+func TestReleaseACLFinalizers(t *testing.T) {
+	env := kubetest.Shared(t)
+	ctx := t.Context()
+	suffix := env.Namespace(t)
+	var names []string
+	for _, fin := range [][]string{{aclFinalizer}, nil} {
+		cs := &v1alpha1.ClusterLockStore{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "uninstalled-" + suffix + "-", Finalizers: fin},
+			Spec:       aclStandaloneStore("127.0.0.1:1"),
+		}
+		if err := env.Client.Create(ctx, cs); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, cs.Name)
+	}
+	released, err := ReleaseACLFinalizers(ctx, env.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(released, names[:1]) {
+		t.Errorf("released %v, want %v (the store with the finalizer only)", released, names[:1])
+	}
+	for _, name := range names {
+		cs := &v1alpha1.ClusterLockStore{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := env.Client.Delete(ctx, cs); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Get(ctx, types.NamespacedName{Name: name}, cs); !apierrors.IsNotFound(err) {
+			t.Errorf("ClusterLockStore %s after delete: %v (finalizers %v), want gone", name, err, cs.Finalizers)
+		}
 	}
 }

@@ -6,6 +6,8 @@
 #
 # Usage: hack/install-tools.sh [tool...]   (default: all)
 #   tools: kube-apiserver etcd kubectl helm controller-gen golangci-lint
+#          node (kubelet kube-scheduler kube-controller-manager kube-proxy
+#          containerd containerd-shim-runc-v2 ctr: make test-node's cluster)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,6 +15,7 @@ K8S_VERSION=v1.37.2
 HELM_VERSION=v3.22.0
 CONTROLLER_TOOLS_VERSION=v0.23.0
 GOLANGCI_LINT_VERSION=v2.15.0
+CONTAINERD_VERSION=v2.4.2
 cache=${REDLEASE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redlease}
 bin=$root/bin
 mkdir -p "$bin"
@@ -36,17 +39,24 @@ build_k8s() {
 	ln -sf "$dir/$name" "$bin/$name"
 }
 
-# go_install NAME MODULE@VERSION [SUFFIX LDFLAGS] installs a standalone Go
-# command into the cache; SUFFIX names the build in the cache key when
-# LDFLAGS stamp it.
+# go_install NAME MODULE@VERSION [SUFFIX LDFLAGS TAGS] installs a standalone
+# Go command into the cache; SUFFIX names the build in the cache key when
+# LDFLAGS or TAGS change it.
 go_install() {
-	local name=$1 target=$2 dir=$cache/${1}-${2##*@}${3:+-$3} ldflags=${4:-}
+	local name=$1 target=$2 dir=$cache/${1}-${2##*@}${3:+-$3} ldflags=${4:-} tags=${5:-}
 	if [ ! -x "$dir/$name" ]; then
 		say "building $target (cold: one to a few minutes; cached in $dir)"
 		mkdir -p "$dir"
-		GOBIN=$dir CGO_ENABLED=0 go install -ldflags "$ldflags" "$target"
+		GOBIN=$dir CGO_ENABLED=0 go install -ldflags "$ldflags" -tags "$tags" "$target"
 	fi
 	ln -sf "$dir/$name" "$bin/$name"
+}
+
+# containerd's storage and plugin backends that need cgo or kernel features
+# the node does not use; the overlayfs/native snapshotters stay.
+containerd_tags="no_btrfs no_devmapper no_zfs no_aufs no_dynamic_plugins"
+containerd() {
+	go_install "$1" "github.com/containerd/containerd/v2/cmd/$1@$CONTAINERD_VERSION" static "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" "$containerd_tags"
 }
 
 # helm_ldflags stamp the Kubernetes version helm assumes without a cluster
@@ -59,10 +69,16 @@ for pkg in chartutil lint/rules; do
 	helm_ldflags+=" -X helm.sh/helm/v3/pkg/$pkg.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/$pkg.k8sVersionMinor=$HELM_KUBE_MINOR"
 done
 
-tools=("$@")
+node_tools=(kubelet kube-scheduler kube-controller-manager kube-proxy containerd containerd-shim-runc-v2 ctr)
+tools=()
+for t in "$@"; do
+	if [ "$t" = node ]; then tools+=("${node_tools[@]}"); else tools+=("$t"); fi
+done
 [ ${#tools[@]} -gt 0 ] || tools=(controller-gen etcd kube-apiserver kubectl helm golangci-lint)
 for t in "${tools[@]}"; do
 	case $t in
+	kubelet | kube-scheduler | kube-controller-manager | kube-proxy) build_k8s "$t" "k8s.io/kubernetes/cmd/$t" ;;
+	containerd | containerd-shim-runc-v2 | ctr) containerd "$t" ;;
 	kube-apiserver) build_k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver ;;
 	kubectl) build_k8s kubectl k8s.io/kubernetes/cmd/kubectl ;;
 	etcd) build_k8s etcd ./cmd/etcd ;;

@@ -9,6 +9,7 @@ SPDX-License-Identifier: Apache-2.0
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
@@ -20,10 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -67,6 +70,7 @@ type flags struct {
 	watchNamespaces          string
 	maxConcurrentReconciles  int
 	gracefulShutdownDuration time.Duration
+	releaseACLFinalizers     bool
 }
 
 func run() error {
@@ -93,6 +97,7 @@ func run() error {
 	flag.StringVar(&f.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch; empty: all namespaces.")
 	flag.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "DistributedLocks reconciled in parallel.")
 	flag.DurationVar(&f.gracefulShutdownDuration, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for running reconciles on shutdown.")
+	flag.BoolVar(&f.releaseACLFinalizers, "release-acl-finalizers", false, "Remove the redlease.io/acl-users finalizer from every ClusterLockStore and exit, instead of running: for an uninstall (the chart's post-delete hook), after which nothing would remove it. The stores' tenant users stay on Redis.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -113,6 +118,9 @@ func run() error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	if f.releaseACLFinalizers {
+		return releaseACLFinalizers(cfg, scheme)
 	}
 	metricsOpts, certWatcher, err := metricsOptions(f)
 	if err != nil {
@@ -180,6 +188,21 @@ func run() error {
 		return fmt.Errorf("running the manager: %w", err)
 	}
 	return nil
+}
+
+// releaseACLFinalizers is --release-acl-finalizers.
+func releaseACLFinalizers(cfg *rest.Config, scheme *runtime.Scheme) error {
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctrl.SetupSignalHandler(), time.Minute)
+	defer cancel()
+	released, err := controllers.ReleaseACLFinalizers(ctx, c)
+	for _, name := range released {
+		ctrl.Log.Info("removed the ACL cleanup finalizer: the store's tenant users stay on Redis", "clusterLockStore", name)
+	}
+	return err
 }
 
 func splitNamespaces(s string) []string {

@@ -4,6 +4,9 @@
 // (so TLS to servers with public certificates works without a CA Secret),
 // the binary at /<name>, a non-root user, the binary as entrypoint, and
 // org.opencontainers.image.* labels; all platforms under one image index.
+// -file SRC=DST adds files beside the binary (one more layer, root-owned):
+// the shared libraries of a dynamically linked binary, e.g. Debian's
+// redis-server for make test-node's Redis image.
 // The archive loads with `ctr images import`, `kind load image-archive`,
 // `podman load` or `docker load` (Docker 25 and later).
 //
@@ -65,9 +68,27 @@ func (p *platforms) Set(v string) error {
 	return nil
 }
 
+// files is the repeatable -file SRC=DST flag.
+type files []extraFile
+
+type extraFile struct{ src, dst string }
+
+func (f *files) String() string { return fmt.Sprint(*f) }
+
+func (f *files) Set(v string) error {
+	src, dst, ok := strings.Cut(v, "=")
+	dst = strings.TrimLeft(dst, "/")
+	if !ok || src == "" || dst == "" {
+		return fmt.Errorf("%q: want SRC=DST, e.g. /lib/x86_64-linux-gnu/libc.so.6=/lib/x86_64-linux-gnu/libc.so.6", v)
+	}
+	*f = append(*f, extraFile{src, dst})
+	return nil
+}
+
 // options are what one archive is built from.
 type options struct {
 	platforms platforms
+	files     files  // added to every platform's image
 	ca        string // the CA bundle file
 	tag       string
 	version   string // org.opencontainers.image.version (default: the tag's)
@@ -78,6 +99,7 @@ type options struct {
 func main() {
 	var o options
 	flag.Var(&o.platforms, "platform", "OS/ARCH=BINARY: a static binary for one platform (repeat per platform)")
+	flag.Var(&o.files, "file", "SRC=DST: a file to add at DST in the image, e.g. a shared library (repeatable)")
 	flag.StringVar(&o.ca, "ca", "/etc/ssl/certs/ca-certificates.crt", "CA bundle to install at /"+caPath)
 	flag.StringVar(&o.tag, "tag", "", "image reference, e.g. redlease/manager:v0.1.0")
 	flag.StringVar(&o.version, "version", "", "org.opencontainers.image.version (default: the tag)")
@@ -127,7 +149,7 @@ func build(o options) error {
 	// its annotation.
 	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{
 		"org.opencontainers.image.ref.name": ref.TagStr(),
-		"io.containerd.image.name":          ref.Name(),
+		"io.containerd.image.name":          containerdName(ref),
 	})); err != nil {
 		return err
 	}
@@ -143,6 +165,19 @@ func build(o options) error {
 	}
 	fmt.Printf("%s %s (%d platforms) -> %s\n", o.tag, digest, len(o.platforms), o.out)
 	return nil
+}
+
+// containerdName is the name containerd's CRI, and so the kubelet, looks
+// an image up by: the reference normalized as Docker does, docker.io for
+// Docker Hub. go-containerregistry spells Docker Hub index.docker.io, a name
+// the kubelet never asks for: an image imported under it was not found,
+// and with imagePullPolicy IfNotPresent the kubelet went to pull
+// redlease/manager from Docker Hub (make test-node found it).
+func containerdName(ref name.Tag) string {
+	if ref.RegistryStr() == name.DefaultRegistry {
+		return "docker.io/" + ref.RepositoryStr() + ":" + ref.TagStr()
+	}
+	return ref.Name()
 }
 
 // platformImage is one platform's image: the CA bundle layer, then the
@@ -161,7 +196,15 @@ func platformImage(pb platformBinary, ca []byte, o options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), caLayer, binLayer)
+	layers := []v1.Layer{caLayer, binLayer}
+	if len(o.files) > 0 {
+		l, err := filesLayer(o.files)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, l)
+	}
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layers...)
 	if err != nil {
 		return nil, err
 	}
@@ -206,20 +249,7 @@ func fileLayer(path string, data []byte, mode int64, uid int) (v1.Layer, error) 
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
-		var dirs []string
-		for d := filepath.Dir(path); d != "."; d = filepath.Dir(d) {
-			dirs = append([]string{d}, dirs...)
-		}
-		for _, d := range dirs {
-			if err := tw.WriteHeader(&tar.Header{Name: d + "/", Mode: 0o755, ModTime: epoch, Typeflag: tar.TypeDir}); err != nil {
-				return nil, err
-			}
-		}
-		hdr := &tar.Header{Name: path, Mode: mode, Size: int64(len(data)), Uid: uid, Gid: uid, ModTime: epoch, Typeflag: tar.TypeReg}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(data); err != nil {
+		if err := writeFile(tw, map[string]bool{}, path, data, mode, uid); err != nil {
 			return nil, err
 		}
 		if err := tw.Close(); err != nil {
@@ -227,6 +257,57 @@ func fileLayer(path string, data []byte, mode int64, uid int) (v1.Layer, error) 
 		}
 		return io.NopCloser(&buf), nil
 	}, tarball.WithMediaType(types.OCILayer))
+}
+
+// filesLayer is an OCI layer holding the -file files, root-owned, each with
+// its source's permission bits (symbolic links followed).
+func filesLayer(fs files) (v1.Layer, error) {
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		dirs := map[string]bool{}
+		for _, f := range fs {
+			st, err := os.Stat(f.src)
+			if err != nil {
+				return nil, err
+			}
+			data, err := os.ReadFile(f.src)
+			if err != nil {
+				return nil, err
+			}
+			if err := writeFile(tw, dirs, f.dst, data, int64(st.Mode().Perm()), 0); err != nil {
+				return nil, err
+			}
+		}
+		if err := tw.Close(); err != nil {
+			return nil, err
+		}
+		return io.NopCloser(&buf), nil
+	}, tarball.WithMediaType(types.OCILayer))
+}
+
+// writeFile writes path's directories (those not in written yet, owned by
+// root) and the file, owned by uid.
+func writeFile(tw *tar.Writer, written map[string]bool, path string, data []byte, mode int64, uid int) error {
+	var dirs []string
+	for d := filepath.Dir(path); d != "."; d = filepath.Dir(d) {
+		dirs = append([]string{d}, dirs...)
+	}
+	for _, d := range dirs {
+		if written[d] {
+			continue
+		}
+		written[d] = true
+		if err := tw.WriteHeader(&tar.Header{Name: d + "/", Mode: 0o755, ModTime: epoch, Typeflag: tar.TypeDir}); err != nil {
+			return err
+		}
+	}
+	hdr := &tar.Header{Name: path, Mode: mode, Size: int64(len(data)), Uid: uid, Gid: uid, ModTime: epoch, Typeflag: tar.TypeReg}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	_, err := tw.Write(data)
+	return err
 }
 
 // tarDir writes the OCI layout in dir as the archive out (oci-layout,

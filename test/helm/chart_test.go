@@ -81,6 +81,11 @@ func checkDefaultObjects(t *testing.T, m *manifest) {
 	want["Role"] = append(want["Role"], namespace+"/"+testSA)
 	want["RoleBinding"] = append(want["RoleBinding"], namespace+"/"+testSA)
 	want["Pod"] = []string{namespace + "/" + testPod}
+	// The post-delete hook (TestUninstallHook).
+	want["ServiceAccount"] = append(want["ServiceAccount"], namespace+"/"+uninstallHook)
+	want["ClusterRole"] = append(want["ClusterRole"], "/"+uninstallHook)
+	want["ClusterRoleBinding"] = append(want["ClusterRoleBinding"], "/"+uninstallHook)
+	want["Job"] = []string{namespace + "/" + uninstallHook}
 	got := map[string][]string{}
 	for _, o := range m.objs {
 		got[o.GetKind()] = append(got[o.GetKind()], o.GetNamespace()+"/"+o.GetName())
@@ -400,10 +405,11 @@ func TestWatchNamespaces(t *testing.T) {
 	}
 
 	// With plain-HTTP metrics and no aggregated roles, nothing cluster-scoped
-	// is left but the CRDs and the manager's cluster-scoped rules.
+	// is left but the CRDs, the manager's cluster-scoped rules and the
+	// uninstall hook's (ClusterLockStores are cluster-scoped).
 	m = render(t, "--set", "watchNamespaces={billing}", "--set", "metrics.secure=false,aggregatedRoles.enabled=false")
 	for _, o := range m.objs {
-		if o.GetNamespace() == "" && o.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(o.GetName(), "redlease-manager-cluster-role") {
+		if o.GetNamespace() == "" && o.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(o.GetName(), "redlease-manager-cluster-role") && o.GetName() != uninstallHook {
 			t.Errorf("watchNamespaces with metrics.secure=false renders cluster-scoped %s %s", o.GetKind(), o.GetName())
 		}
 	}
@@ -429,6 +435,7 @@ func checkNamespacedClusterRoles(t *testing.T, m *manifest) {
 			}
 		case managerClusterRole:
 			checkManagerClusterRole(t, m, role)
+		case uninstallHook: // ClusterLockStores only (TestUninstallHook)
 		default:
 			t.Errorf("unexpected ClusterRole %s with watchNamespaces", cr.GetName())
 		}

@@ -2,10 +2,12 @@ package helm_test
 
 import (
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,8 +17,9 @@ import (
 )
 
 const (
-	testSA  = "redlease-test"         // the test hook's ServiceAccount, Role(s) and binding(s)
-	testPod = "redlease-test-install" // the test hook's Pod
+	testSA        = "redlease-test"         // the test hook's ServiceAccount, Role(s) and binding(s)
+	testPod       = "redlease-test-install" // the test hook's Pod
+	uninstallHook = "redlease-uninstall"    // the post-delete hook's ServiceAccount, ClusterRole, binding and Job
 )
 
 // testHooks are the objects of the helm test hook, by kind.
@@ -222,7 +225,7 @@ func TestInstallCheckHookToggles(t *testing.T) {
 	m := render(t, "--set", "tests.enabled=false")
 	var releaseObjs []string
 	for _, o := range full.objs {
-		if !isHook(o) {
+		if o.GetAnnotations()["helm.sh/hook"] != "test" {
 			releaseObjs = append(releaseObjs, o.GetKind()+" "+o.GetName())
 		}
 	}
@@ -231,6 +234,52 @@ func TestInstallCheckHookToggles(t *testing.T) {
 		got = append(got, o.GetKind()+" "+o.GetName())
 	}
 	if !slices.Equal(got, releaseObjs) {
-		t.Errorf("tests.enabled=false renders %v, want the release objects %v", got, releaseObjs)
+		t.Errorf("tests.enabled=false renders %v, want everything but the test hooks %v", got, releaseObjs)
+	}
+}
+
+// TestUninstallHook: helm uninstall's post-delete hook is a Job from the
+// manager image running `manager --release-acl-finalizers` as a
+// ServiceAccount of its own, whose ClusterRole may list and patch
+// ClusterLockStores and nothing else; every object is deleted before it is
+// created again and once the Job succeeded. rbac.create=false renders none
+// of it (it brings RBAC). On a node: scenario 9 of make test-node.
+func TestUninstallHook(t *testing.T) {
+	t.Parallel()
+	m := render(t, "--set", "image.tag=v9.9.9")
+	kinds := map[string]bool{}
+	for _, o := range m.objs {
+		ann := o.GetAnnotations()
+		if ann["helm.sh/hook"] != "post-delete" {
+			continue
+		}
+		kinds[o.GetKind()] = true
+		if o.GetName() != uninstallHook {
+			t.Errorf("post-delete hook %s %s, want the name %s", o.GetKind(), o.GetName(), uninstallHook)
+		}
+		if ann["helm.sh/hook-delete-policy"] != "before-hook-creation,hook-succeeded" {
+			t.Errorf("%s: hook-delete-policy %q", o.GetKind(), ann["helm.sh/hook-delete-policy"])
+		}
+	}
+	if want := map[string]bool{"ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, "Job": true}; !maps.Equal(kinds, want) {
+		t.Fatalf("post-delete hooks %v, want %v", kinds, want)
+	}
+	role := into[rbacv1.ClusterRole](t, m.must("ClusterRole", "", uninstallHook))
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"clusterlockstores"}) || !slices.Equal(role.Rules[0].Verbs, []string{"list", "patch"}) {
+		t.Errorf("the hook's rules %+v, want list and patch on clusterlockstores only", role.Rules)
+	}
+	job := into[batchv1.Job](t, m.must("Job", namespace, uninstallHook))
+	pod := job.Spec.Template.Spec
+	if pod.ServiceAccountName != uninstallHook || len(pod.Containers) != 1 {
+		t.Fatalf("the Job's pod: ServiceAccount %q, %d containers", pod.ServiceAccountName, len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if c.Image != "redlease/manager:v9.9.9" || !slices.Equal(c.Command, []string{"/manager"}) || !slices.Contains(c.Args, "--release-acl-finalizers") {
+		t.Errorf("the Job runs %s %v %v, want the manager image with --release-acl-finalizers", c.Image, c.Command, c.Args)
+	}
+	for _, o := range render(t, "--set", "rbac.create=false").objs {
+		if o.GetAnnotations()["helm.sh/hook"] == "post-delete" {
+			t.Errorf("rbac.create=false renders the post-delete hook %s %s", o.GetKind(), o.GetName())
+		}
 	}
 }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds the OCI archives make test-node imports, into dist/ (this host's
+# platform only): the operator and lockctl (make image), the pod sandbox
+# (test/node/pause), the demo (its fenced ledger writer), and Redis assembled from Debian's redis-server and the
+# shared libraries it links, with hack/ocibuild. Warm: a few seconds.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$root"
+
+arch=$(go env GOARCH)
+mkdir -p dist/node
+make -s image IMAGE_PLATFORMS="linux/$arch" >/dev/null
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o dist/bin/node/pause ./test/node/pause
+(cd hack/ocibuild && go run . -platform "linux/$arch=$root/dist/bin/node/pause" -tag "$PAUSE_IMAGE" -out "$root/dist/node/pause.tar") >/dev/null
+# The demo's fenced ledger writer (demo write-once): the critical section of
+# the CronJob scenario.
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o dist/bin/node/demo ./cmd/demo
+(cd hack/ocibuild && go run . -platform "linux/$arch=$root/dist/bin/node/demo" -tag "$DEMO_IMAGE" -out "$root/dist/node/demo.tar") >/dev/null
+
+# redis-server is also the Sentinel (--sentinel); ldd names every library
+# it loads, the dynamic loader included.
+# Not the symlink's target (redis-check-rdb): the binary acts by the name it
+# is started as, /redis-server in the image.
+server=$(command -v redis-server)
+libs=()
+for l in $(ldd "$server" | grep -o '/[^ ]*'); do libs+=(-file "$(readlink -f "$l")=$l"); done
+version=$(redis-server --version | sed -n 's/.* v=\([0-9.]*\).*/\1/p')
+(cd hack/ocibuild && go run . -platform "linux/$arch=$server" "${libs[@]}" -tag "$REDIS_IMAGE:$version" -out "$root/dist/node/redis.tar") >/dev/null
+echo "$REDIS_IMAGE:$version" >"$root/dist/node/redis.tag"
