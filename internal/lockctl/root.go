@@ -9,6 +9,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/redlease/redlease/internal/version"
 )
 
 // NewCommand returns the lockctl command tree writing to stdout and stderr.
@@ -25,13 +27,14 @@ Exit codes: 0 success; 1 error (check: a check did not pass); 2 usage;
 3 lock held (--wait ran out); 4 lease lost while the command ran;
 5 DistributedLock not Ready; 127 command not found; otherwise the
 command's own exit code (128+N when killed by signal N).`,
+		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exit(ExitUsage, err) })
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(stderr), newStatusCommand(stdout), newAcquireCommand(stdout), newInstallCommand(stdout), newCheckCommand(stdout))
+	root.AddCommand(newRunCommand(stderr), newStatusCommand(stdout), newAcquireCommand(stdout), newInstallCommand(stdout), newCheckCommand(stdout), newVersionCommand(stdout))
 	return root
 }
 
