@@ -61,8 +61,14 @@ func newVersionCommand(stdout io.Writer) *cobra.Command {
 			r := versionReport{Client: version.Get()}
 			var serverErr error
 			if !clientOnly {
-				if cfg, err := kube.restConfig(); err == nil { // no cluster configured: the client's side only
+				// Without a cluster configured, the client's side only;
+				// a kubeconfig or context asked for must load.
+				cfg, err := kube.restConfig()
+				switch {
+				case err == nil:
 					r.Server, serverErr = readServerVersions(cmd.Context(), cfg)
+				case kube.kubeconfig != "" || kube.context != "":
+					serverErr = err
 				}
 			}
 			if output == "json" {

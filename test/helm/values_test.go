@@ -297,11 +297,11 @@ func TestNotes(t *testing.T) {
 			"kubectl -n redlease-system rollout status deployment/redlease-controller-manager",
 			"kind: DistributedLock", "kubectl get dlock",
 			"redlease/lockctl:" + chartAppVersion(t), `"/lockctl", "install"`, "lockctl run --lock",
-			"make image", "helm uninstall` keeps the CRD",
+			"make image", "helm uninstall` keeps the three CRDs",
 			"helm test redlease -n redlease-system",
 		}},
 		{[]string{"--set", "watchNamespaces={billing},crds.enabled=false,crds.keep=false"}, []string{
-			"namespace: billing", "install the DistributedLock CRD yourself",
+			"namespace: billing", "install the three CRDs yourself",
 			"podRole.create renders that Role",
 		}},
 		{[]string{"--set", "podRole.create=true,podRole.namespaces={billing,reports},podRole.secretNames={redlease-lock-x},podRole.serviceAccounts={settle}"}, []string{
