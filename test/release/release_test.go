@@ -18,6 +18,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/redlease/redlease/internal/kubetest"
 )
 
@@ -32,6 +35,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime; nothing here reads it
 	code := m.Run()
 	if distDir != "" {
 		_ = os.RemoveAll(distDir) // a temporary directory: leaving it fails nothing
