@@ -5,7 +5,8 @@ SHELL := /usr/bin/env bash -o pipefail
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 HELM := $(BIN)/helm
-KUBECTL := $(BIN)/kubectl
+# bin/kubectl (make tools) comes first on PATH; without it, yours.
+KUBECTL := kubectl
 export KUBEBUILDER_ASSETS := $(BIN)
 export PATH := $(BIN):$(PATH)
 

@@ -48,7 +48,7 @@ const redisPasswordEnv = "REDISCLI_AUTH"
 func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.lock, "lock", "", "the DistributedLock, as NAME (in -n's namespace) or NAMESPACE/NAME")
 	f.kube.register(fs)
-	fs.StringVar(&f.redis, "redis", "", "without Kubernetes: redis:// or rediss:// URL(s), redis://[user@]host:port[/db]; several, comma-separated, mean Redlock over independent nodes")
+	fs.StringVar(&f.redis, "redis", "", "without Kubernetes: redis:// or rediss:// URL(s), redis://[[user]:password@]host:port[/db] (better without the password: see --redis-password-file); several, comma-separated, mean Redlock over independent nodes")
 	fs.StringVar(&f.passwordFile, "redis-password-file", "", "with --redis: a file holding the password of the URLs that carry none (default: $"+redisPasswordEnv+"; a password inside the URL shows in ps)")
 	fs.StringVar(&f.key, "key", "", "with --redis: the lock key")
 	fs.IntVar(&f.permits, "permits", 1, "with --redis: how many may hold the lock at once; above 1 it is a semaphore (not with Redlock; a DistributedLock brings its own spec.permits)")
