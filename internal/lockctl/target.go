@@ -43,7 +43,7 @@ type takeFlags struct {
 
 // redisPasswordEnv holds the password of --redis URLs without one, as
 // for redis-cli.
-const redisPasswordEnv = "REDISCLI_AUTH"
+const redisPasswordEnv = "REDISCLI_AUTH" //nolint:gosec // G101: the name of an environment variable, not a credential
 
 func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.lock, "lock", "", "the DistributedLock, as NAME (in -n's namespace) or NAMESPACE/NAME")
