@@ -56,14 +56,23 @@ func TestKubeFlags(t *testing.T) {
 // server does not answer.
 func withContextNamespace(t *testing.T, path, ns string) string {
 	t.Helper()
+	return editKubeconfig(t, path, func(cfg *clientcmdapi.Config) {
+		cur := cfg.Contexts[cfg.CurrentContext]
+		cur.Namespace = ns
+		cfg.Clusters["unreachable"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+		cfg.Contexts["unreachable"] = &clientcmdapi.Context{Cluster: "unreachable", AuthInfo: cur.AuthInfo}
+	})
+}
+
+// editKubeconfig writes a copy of the kubeconfig at path, changed by edit,
+// into t's temporary directory and returns its path.
+func editKubeconfig(t *testing.T, path string, edit func(*clientcmdapi.Config)) string {
+	t.Helper()
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur := cfg.Contexts[cfg.CurrentContext]
-	cur.Namespace = ns
-	cfg.Clusters["unreachable"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
-	cfg.Contexts["unreachable"] = &clientcmdapi.Context{Cluster: "unreachable", AuthInfo: cur.AuthInfo}
+	edit(cfg)
 	out := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
 		t.Fatal(err)

@@ -4,14 +4,13 @@ import (
 	"bufio"
 	"errors"
 	"io"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	"github.com/redlease/redlease/internal/kubetest"
@@ -66,18 +65,11 @@ func TestRBAC(t *testing.T) {
 // impersonating copies the kubeconfig at path, acting as user.
 func impersonating(t *testing.T, path, user string) string {
 	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range cfg.AuthInfos {
-		a.Impersonate = user
-	}
-	out := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return editKubeconfig(t, path, func(cfg *clientcmdapi.Config) {
+		for _, a := range cfg.AuthInfos {
+			a.Impersonate = user
+		}
+	})
 }
 
 func yamlDocs(t *testing.T, s string) [][]byte {
