@@ -1,6 +1,7 @@
 // Package docs_test fails when the documentation and the code drift apart:
-// a protocol version, a lockctl or manager flag, or a condition reason
-// named in one and missing from the other.
+// a protocol version, a metric or a chart value the docs name that the
+// code lacks, and lockctl and manager flags and condition reasons missing
+// from either side.
 package docs_test
 
 import (
@@ -50,13 +51,24 @@ func userDocs(t *testing.T) map[string]string {
 // tableKeys are the backquoted first cells of a page's Markdown table rows
 // ("| `X` | ..."), a cell naming several ("`--a`, `--b`") split.
 func tableKeys(page string) []string {
+	var out []string
+	for _, row := range tableRows(page) {
+		out = append(out, row...)
+	}
+	return out
+}
+
+// tableRows are tableKeys row by row.
+func tableRows(page string) [][]string {
 	row := regexp.MustCompile("(?m)^\\| (`[^|]+`) \\|")
 	cell := regexp.MustCompile("`([^`]+)`")
-	var out []string
+	var out [][]string
 	for _, r := range row.FindAllStringSubmatch(page, -1) {
+		var keys []string
 		for _, c := range cell.FindAllStringSubmatch(r[1], -1) {
-			out = append(out, c[1])
+			keys = append(keys, c[1])
 		}
+		out = append(out, keys)
 	}
 	return out
 }
