@@ -26,6 +26,11 @@ esac
 say() { printf '[release] %s\n' "$*" >&2; }
 
 dist=$(mkdir -p "$DIST" && cd "$DIST" && pwd)
+# Emptied first: only dist/ itself, or a directory holding a release.
+if [ "$dist" != "$root/dist" ] && [ -n "$(ls -A "$dist")" ] && [ ! -f "$dist/SHA256SUMS" ]; then
+	echo "release: DIST=$DIST is not empty and holds no release: refusing to empty it" >&2
+	exit 2
+fi
 rm -rf "${dist:?}"/*
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
