@@ -5,7 +5,8 @@ SHELL := /usr/bin/env bash -o pipefail
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 HELM := $(BIN)/helm
-KUBECTL := $(BIN)/kubectl
+# bin/kubectl (make tools) comes first on PATH; without it, yours.
+KUBECTL := kubectl
 export KUBEBUILDER_ASSETS := $(BIN)
 export PATH := $(BIN):$(PATH)
 
@@ -113,7 +114,7 @@ bench-scale: redis ## The controller at scale: 10,000 DistributedLocks on one Lo
 
 .PHONY: build
 build: ## Build every command (manager, lockctl, demo) into bin/.
-	@for c in $$(ls cmd); do echo "go build ./cmd/$$c"; CGO_ENABLED=0 go build -o $(BIN)/$$c ./cmd/$$c; done
+	@for c in $$(ls cmd); do echo "go build ./cmd/$$c"; CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/$$c ./cmd/$$c; done
 
 # Flags for `make run`, e.g. make run RUN_ARGS="--probe-interval=5s --watch-namespaces=dev".
 RUN_ARGS ?=
@@ -126,9 +127,14 @@ run: manifests ## Run the manager against the current kubeconfig (install the CR
 demo: tools redis build ## The whole product on this machine: control plane, Redis, operator, workers, a paused holder refused by the fence. ARGS=--keep leaves it running.
 	$(BIN)/demo $(ARGS)
 
-VERSION ?= v0.1.0
+# The one version source: the VERSION file (make release VERSION=vX.Y.Z
+# overrides it for one build). The binaries, the images' labels and the
+# released chart's version and appVersion all take it from here.
+VERSION ?= $(shell cat $(CURDIR)/VERSION)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 IMAGE_REPO ?= redlease
-GO_LDFLAGS := -s -w
+VERSION_PKG := github.com/redlease/redlease/internal/version
+GO_LDFLAGS := -s -w -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).revision=$(REVISION)
 
 # Platforms of the images: one OCI image index holds them all.
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
@@ -147,8 +153,19 @@ image: ## Build multi-platform OCI image archives (linux/amd64, linux/arm64) for
 			plats="$$plats -platform $$p=$(CURDIR)/$$out"; \
 		done; \
 		(cd hack/ocibuild && go run . $$plats -ca $(IMAGE_CA) -tag $(IMAGE_REPO)/$$c:$(VERSION) \
-			-revision "$$(git rev-parse HEAD 2>/dev/null)" -out $(CURDIR)/dist/$$c-$(VERSION).tar); \
+			-revision "$(REVISION)" -out $(CURDIR)/dist/$$c-$(VERSION).tar); \
 	done
+
+# The release's output directory and platforms (a test builds one).
+DIST ?= dist
+LOCKCTL_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+.PHONY: release
+release: ## make release VERSION=vX.Y.Z: images, lockctl binaries, the chart with digests pinned, install.yaml, crds.yaml, SBOMs and SHA256SUMS in dist/ (hack/release.sh).
+	@hack/install-tools.sh helm
+	VERSION=$(VERSION) REVISION=$(REVISION) GO_LDFLAGS="$(GO_LDFLAGS)" DIST=$(DIST) IMAGE_REPO=$(IMAGE_REPO) \
+		IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" LOCKCTL_PLATFORMS="$(LOCKCTL_PLATFORMS)" IMAGE_CA=$(IMAGE_CA) HELM=$(HELM) \
+		hack/release.sh
 
 ##@ Deployment
 

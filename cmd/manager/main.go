@@ -36,6 +36,7 @@ import (
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/controllers"
 	"github.com/redlease/redlease/internal/redisprobe"
+	"github.com/redlease/redlease/internal/version"
 )
 
 // Leader election needs a Lease in the manager's namespace
@@ -71,6 +72,7 @@ type flags struct {
 	maxConcurrentReconciles  int
 	gracefulShutdownDuration time.Duration
 	releaseACLFinalizers     bool
+	printVersion             bool
 }
 
 func run() error {
@@ -95,12 +97,17 @@ func run() error {
 	flag.StringVar(&f.allowedRedisCIDRs, "allowed-redis-cidrs", "", "Comma-separated CIDRs (e.g. 10.0.0.0/8,fd00::/8) the controller may connect to; empty: any network. Checked on every address dialed, after DNS resolution, including addresses learned from Sentinel and Redis Cluster.")
 	flag.BoolVar(&f.allowInlineLocks, "allow-inline-locks", true, "Serve DistributedLocks that name their own Redis servers (spec.redis). Turn it off in multi-tenant clusters, where namespace editors could otherwise point the controller anywhere: locks must then use a LockStore or ClusterLockStore.")
 	flag.StringVar(&f.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch; empty: all namespaces.")
-	flag.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "DistributedLocks reconciled in parallel.")
+	flag.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Objects each of the three controllers (DistributedLock, LockStore, ClusterLockStore) reconciles in parallel.")
 	flag.DurationVar(&f.gracefulShutdownDuration, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for running reconciles on shutdown.")
 	flag.BoolVar(&f.releaseACLFinalizers, "release-acl-finalizers", false, "Remove the redlease.io/acl-users finalizer from every ClusterLockStore and exit, instead of running: for an uninstall (the chart's post-delete hook), after which nothing would remove it. The stores' tenant users stay on Redis.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
+	flag.BoolVar(&f.printVersion, "version", false, "Print the version and exit.")
 	flag.Parse()
+	if f.printVersion {
+		fmt.Println("manager", version.Get())
+		return nil
+	}
 	// Before anything connects: a typo must stop the manager, not open it
 	// to every network.
 	egress, err := redisprobe.ParseCIDRs(f.allowedRedisCIDRs)
@@ -183,7 +190,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
-	log.Info("starting the manager", "probeInterval", f.probeInterval, "watchNamespaces", f.watchNamespaces, "leaderElection", f.leaderElect, "allowedRedisCIDRs", egress.String())
+	log.Info("starting the manager", "version", version.Get().Version, "probeInterval", f.probeInterval, "watchNamespaces", f.watchNamespaces, "leaderElection", f.leaderElect, "allowedRedisCIDRs", egress.String())
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

@@ -5,7 +5,10 @@ module github.com/redlease/redlease/hack/ocibuild
 
 go 1.26.0
 
-require github.com/google/go-containerregistry v0.22.1
+require (
+	github.com/CycloneDX/cyclonedx-go v0.12.0
+	github.com/google/go-containerregistry v0.22.1
+)
 
 require (
 	github.com/klauspost/compress v1.19.2 // indirect

@@ -13,7 +13,11 @@
 //	ocibuild -platform linux/amd64=dist/bin/linux-amd64/manager \
 //	         -platform linux/arm64=dist/bin/linux-arm64/manager \
 //	         -ca /etc/ssl/certs/ca-certificates.crt \
-//	         -tag redlease/manager:v0.1.0 -out dist/manager-v0.1.0.tar
+//	         -tag redlease/manager:v0.1.0 -out dist/manager-v0.1.0.tar \
+//	         -digest-file dist/manager-v0.1.0.tar.digest -sbom dist/manager-v0.1.0.tar.cdx.json
+//
+// -digest-file receives the image index's digest (what a chart pins);
+// -sbom the image's CycloneDX SBOM (internal/sbom).
 package main
 
 import (
@@ -36,6 +40,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/redlease/redlease/hack/ocibuild/internal/sbom"
 )
 
 // nonRoot is the distroless "nonroot" user: no name needed on an empty base.
@@ -94,6 +100,8 @@ type options struct {
 	version   string // org.opencontainers.image.version (default: the tag's)
 	revision  string // org.opencontainers.image.revision (e.g. the git commit)
 	out       string
+	digestOut string // the file to write the index digest to, if any
+	sbomOut   string // the file to write the image's SBOM to, if any
 }
 
 func main() {
@@ -105,6 +113,8 @@ func main() {
 	flag.StringVar(&o.version, "version", "", "org.opencontainers.image.version (default: the tag)")
 	flag.StringVar(&o.revision, "revision", "", "org.opencontainers.image.revision, e.g. the git commit")
 	flag.StringVar(&o.out, "out", "", "OCI archive to write")
+	flag.StringVar(&o.digestOut, "digest-file", "", "file to write the image index's digest (sha256:...) to")
+	flag.StringVar(&o.sbomOut, "sbom", "", "file to write the image's CycloneDX SBOM (JSON) to")
 	flag.Parse()
 	if err := build(o); err != nil {
 		fmt.Fprintln(os.Stderr, "ocibuild:", err)
@@ -164,7 +174,28 @@ func build(o options) error {
 		return err
 	}
 	fmt.Printf("%s %s (%d platforms) -> %s\n", o.tag, digest, len(o.platforms), o.out)
-	return nil
+	return writeExtras(o, ref, digest.String())
+}
+
+// writeExtras writes the digest and the SBOM o asks for.
+func writeExtras(o options, ref name.Tag, digest string) error {
+	if o.digestOut != "" {
+		if err := os.WriteFile(o.digestOut, []byte(digest+"\n"), 0o644); err != nil { //nolint:gosec // G306: a public build output
+			return err
+		}
+	}
+	if o.sbomOut == "" {
+		return nil
+	}
+	var bins []string
+	for _, pb := range o.platforms {
+		bins = append(bins, pb.binary)
+	}
+	bom, err := sbom.Image(ref.Context().Name(), o.version, digest, bins, o.ca)
+	if err != nil {
+		return err
+	}
+	return sbom.Write(bom, o.sbomOut)
 }
 
 // containerdName is the name containerd's CRI, and so the kubelet, looks

@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/redlease/redlease/api/v1alpha1"
@@ -60,7 +59,7 @@ const checkInterval = 500 * time.Millisecond
 
 // installFlags are the flags of `check install`.
 type installFlags struct {
-	kubeconfig string
+	kube       kubeFlags
 	lease      string   // NAMESPACE/NAME of the manager's leader election Lease
 	deployment string   // NAMESPACE/NAME of the manager's Deployment
 	stores     []string // ClusterLockStores that must be Ready
@@ -98,7 +97,7 @@ line per check and exits 0 when all pass, 1 when one has not passed by
 			if err != nil {
 				return err
 			}
-			cfg, err := restConfig(f.kubeconfig)
+			cfg, err := f.kube.restConfig()
 			if err != nil {
 				return err
 			}
@@ -110,7 +109,7 @@ line per check and exits 0 when all pass, 1 when one has not passed by
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, else $KUBECONFIG or ~/.kube/config)")
+	f.kube.registerConnection(fs)
 	fs.StringVar(&f.lease, "leader-election-lease", "", "the manager's leader election Lease, as NAMESPACE/NAME: a holder must renew it")
 	fs.StringVar(&f.deployment, "manager-deployment", "", "without leader election: the manager's Deployment, as NAMESPACE/NAME: it must have an available replica")
 	fs.StringSliceVar(&f.stores, "cluster-lock-store", nil, "a ClusterLockStore that must be Ready (repeatable)")
@@ -157,18 +156,6 @@ func namespacedName(flag, s string) (types.NamespacedName, error) {
 		return types.NamespacedName{}, exit(ExitUsage, fmt.Errorf("%s %q: want NAMESPACE/NAME", flag, s))
 	}
 	return types.NamespacedName{Namespace: ns, Name: name}, nil
-}
-
-// restConfig loads the kubeconfig file, $KUBECONFIG, ~/.kube/config or the
-// in-cluster configuration, as kubectl does.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
-	}
-	return cfg, nil
 }
 
 // checkEnv is what the checks read the cluster with.

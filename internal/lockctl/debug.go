@@ -50,7 +50,7 @@ func newAcquireCommand(stdout io.Writer) *cobra.Command {
 			return nil
 		},
 	}
-	target.register(cmd.Flags())
+	target.registerTake(cmd.Flags())
 	cmd.Flags().DurationVar(&hold, "hold", 0, "how long to hold the lock (default: until interrupted)")
 	wait.register(cmd.Flags())
 	return cmd

@@ -8,6 +8,8 @@ package lockctl
 import (
 	"context"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/pkg/kube"
 	"github.com/redlease/redlease/pkg/lock"
@@ -15,11 +17,7 @@ import (
 
 // openKube opens the DistributedLock namespace/name through pkg/kube: the
 // same path as a pod's, the lock's status and the one Secret it names.
-func openKube(ctx context.Context, kubeconfig, namespace, name string, opts []lock.Option) (*locker, error) {
-	cfg, err := restConfig(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
+func openKube(ctx context.Context, cfg *rest.Config, namespace, name string, opts []lock.Option) (*locker, error) {
 	l, err := kube.NewLocker(ctx, cfg, namespace, name, opts...)
 	if err != nil {
 		return nil, err

@@ -21,8 +21,9 @@ import (
 
 // openRedis opens key on plain Redis: one URL, or several for Redlock,
 // each with its own credentials; with permits above 1, as a semaphore. The
-// clients come from redisconn, like a pod's.
-func openRedis(urls, key string, permits int, opts []lock.Option) (*locker, error) {
+// clients come from redisconn, like a pod's. password is for the URLs
+// that carry none.
+func openRedis(urls, password, key string, permits int, opts []lock.Option) (*locker, error) {
 	var (
 		clients []redis.UniversalClient
 		addrs   []string
@@ -33,6 +34,9 @@ func openRedis(urls, key string, permits int, opts []lock.Option) (*locker, erro
 		if err != nil {
 			redisconn.CloseAll(clients)
 			return nil, exit(ExitUsage, fmt.Errorf("--redis %s: %w", redacted(u), err))
+		}
+		if creds.Password == "" {
+			creds.Password = password
 		}
 		c, err := redisconn.NewUniversal(conn, creds, redisconn.Credentials{})
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/redlease/redlease/internal/version"
 )
 
 // NewCommand returns the lockctl command tree writing to stdout and stderr.
@@ -17,21 +19,25 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "lockctl",
 		Short: "Distributed locks on Redis, from the command line",
 		Long: `lockctl takes redlease locks: declared by a DistributedLock resource
-(--lock NAMESPACE/NAME, through the Kubernetes API), or directly on Redis
-(--redis URL --key K; several URLs mean Redlock over independent nodes).
-'lockctl check install' checks an installation of the operator.
+(--lock [NAMESPACE/]NAME, through the Kubernetes API, found as kubectl finds
+objects: --kubeconfig, --context, -n), or directly on Redis (--redis URL
+--key K; several URLs mean Redlock over independent nodes).
+'lockctl check install' checks an installation of the operator, 'lockctl
+rbac' prints the Role a pod needs for its locks, 'lockctl version' the
+versions of lockctl and of what the cluster serves.
 
 Exit codes: 0 success; 1 error (check: a check did not pass); 2 usage;
 3 lock held (--wait ran out); 4 lease lost while the command ran;
 5 DistributedLock not Ready; 127 command not found; otherwise the
 command's own exit code (128+N when killed by signal N).`,
+		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exit(ExitUsage, err) })
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(stderr), newStatusCommand(stdout), newAcquireCommand(stdout), newInstallCommand(stdout), newCheckCommand(stdout))
+	root.AddCommand(newRunCommand(stderr), newStatusCommand(stdout), newAcquireCommand(stdout), newInstallCommand(stdout), newCheckCommand(stdout), newRBACCommand(stdout), newVersionCommand(stdout))
 	return root
 }
 

@@ -77,7 +77,7 @@ without code changes. Without --wait, a standby waits until it is stopped.`,
 			return run(s, stderr, grace, args, ready)
 		},
 	}
-	target.register(cmd.Flags())
+	target.registerTake(cmd.Flags())
 	wait.register(cmd.Flags())
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "after a lost lease, how long COMMAND's process group gets between SIGTERM and SIGKILL")
 	cmd.Flags().StringVar(&readyAddr, "ready-addr", "", "serve GET /readyz (200 only while COMMAND runs under a held lease, else 503) and /livez (200 while lockctl runs) on this address, e.g. :8090, for a readinessProbe")

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -20,27 +21,45 @@ import (
 )
 
 // targetFlags say which lock a command works on: a DistributedLock
-// (--lock NAMESPACE/NAME) or plain Redis (--redis URL[,URL...] --key K).
+// (--lock [NAMESPACE/]NAME, kubectl's flags) or plain Redis
+// (--redis URL[,URL...] --key K, the password from a file or
+// $REDISCLI_AUTH when the URL has none).
 type targetFlags struct {
-	lock       string
-	kubeconfig string
-	redis      string
-	key        string
-	ttl        time.Duration
-	fifo       bool
-	permits    int
-	identity   string
+	lock         string
+	kube         kubeFlags
+	redis        string
+	passwordFile string
+	key          string
+	permits      int
+	take         takeFlags
 }
 
+// takeFlags shape a lease: only the commands that take the lock have them.
+type takeFlags struct {
+	ttl      time.Duration
+	fifo     bool
+	identity string
+}
+
+// redisPasswordEnv holds the password of --redis URLs without one, as
+// for redis-cli.
+const redisPasswordEnv = "REDISCLI_AUTH" //nolint:gosec // G101: the name of an environment variable, not a credential
+
 func (f *targetFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.lock, "lock", "", "the DistributedLock, as NAMESPACE/NAME")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, else $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&f.redis, "redis", "", "without Kubernetes: redis:// or rediss:// URL(s), redis://[[user]:password@]host:port[/db]; several, comma-separated, mean Redlock over independent nodes")
+	fs.StringVar(&f.lock, "lock", "", "the DistributedLock, as NAME (in -n's namespace) or NAMESPACE/NAME")
+	f.kube.register(fs)
+	fs.StringVar(&f.redis, "redis", "", "without Kubernetes: redis:// or rediss:// URL(s), redis://[[user]:password@]host:port[/db] (better without the password: see --redis-password-file); several, comma-separated, mean Redlock over independent nodes")
+	fs.StringVar(&f.passwordFile, "redis-password-file", "", "with --redis: a file holding the password of the URLs that carry none (default: $"+redisPasswordEnv+"; a password inside the URL shows in ps)")
 	fs.StringVar(&f.key, "key", "", "with --redis: the lock key")
-	fs.DurationVar(&f.ttl, "ttl", lock.DefaultTTL, "with --redis: the lease TTL (a DistributedLock brings its own)")
-	fs.BoolVar(&f.fifo, "fifo", false, "with --redis: strict FIFO, a free lock always goes to the first in line (a DistributedLock brings its own spec.fairness)")
 	fs.IntVar(&f.permits, "permits", 1, "with --redis: how many may hold the lock at once; above 1 it is a semaphore (not with Redlock; a DistributedLock brings its own spec.permits)")
-	fs.StringVar(&f.identity, "identity", "", "holder identity (default: $POD_NAME or hostname, and pid)")
+}
+
+// registerTake adds the flags of the commands that take the lock.
+func (f *targetFlags) registerTake(fs *pflag.FlagSet) {
+	f.register(fs)
+	fs.DurationVar(&f.take.ttl, "ttl", lock.DefaultTTL, "with --redis: the lease TTL (a DistributedLock brings its own)")
+	fs.BoolVar(&f.take.fifo, "fifo", false, "with --redis: strict FIFO, a free lock always goes to the first in line (a DistributedLock brings its own spec.fairness)")
+	fs.StringVar(&f.take.identity, "identity", "", "holder identity (default: $POD_NAME or hostname, and pid)")
 }
 
 // handle is the one shape of a lock bound to its key: *lock.Mutex,
@@ -99,29 +118,72 @@ type description struct {
 
 func (f *targetFlags) open(ctx context.Context) (*locker, error) {
 	var opts []lock.Option
-	if f.identity != "" {
-		opts = append(opts, lock.WithIdentity(f.identity))
+	if f.take.identity != "" {
+		opts = append(opts, lock.WithIdentity(f.take.identity))
 	}
 	switch {
 	case f.lock != "" && f.redis != "":
 		return nil, exit(ExitUsage, errors.New("use --lock or --redis, not both"))
 	case f.lock != "":
-		ns, name, ok := strings.Cut(f.lock, "/")
-		if !ok || ns == "" || name == "" {
-			return nil, exit(ExitUsage, fmt.Errorf("--lock %q: want NAMESPACE/NAME", f.lock))
+		ns, name, err := f.lockName()
+		if err != nil {
+			return nil, err
 		}
-		return openKube(ctx, f.kubeconfig, ns, name, opts)
+		cfg, err := f.kube.restConfig()
+		if err != nil {
+			return nil, err
+		}
+		return openKube(ctx, cfg, ns, name, opts)
 	case f.redis != "":
 		if f.key == "" {
 			return nil, exit(ExitUsage, errors.New("--redis needs --key"))
 		}
-		opts = append(opts, lock.WithTTL(f.ttl))
-		if f.fifo {
+		if f.take.ttl > 0 {
+			opts = append(opts, lock.WithTTL(f.take.ttl))
+		}
+		if f.take.fifo {
 			opts = append(opts, lock.WithFIFO())
 		}
-		return openRedis(f.redis, f.key, f.permits, opts)
+		password, err := f.password()
+		if err != nil {
+			return nil, err
+		}
+		return openRedis(f.redis, password, f.key, f.permits, opts)
 	}
-	return nil, exit(ExitUsage, errors.New("say which lock: --lock NAMESPACE/NAME, or --redis URL --key K"))
+	return nil, exit(ExitUsage, errors.New("say which lock: --lock [NAMESPACE/]NAME, or --redis URL --key K"))
+}
+
+// lockName splits --lock: NAMESPACE/NAME, or NAME in -n's namespace (the
+// context's by default); a NAMESPACE/ that contradicts -n is refused.
+func (f *targetFlags) lockName() (namespace, name string, err error) {
+	ns, name, qualified := strings.Cut(f.lock, "/")
+	if !qualified {
+		ns, name = "", f.lock
+	}
+	switch {
+	case name == "" || strings.Contains(name, "/") || (qualified && ns == ""):
+		return "", "", exit(ExitUsage, fmt.Errorf("--lock %q: want NAME or NAMESPACE/NAME", f.lock))
+	case qualified && f.kube.namespace != "" && f.kube.namespace != ns:
+		return "", "", exit(ExitUsage, fmt.Errorf("--lock %q is in namespace %s, -n says %s", f.lock, ns, f.kube.namespace))
+	case qualified:
+		return ns, name, nil
+	}
+	ns, err = f.kube.defaultNamespace()
+	return ns, name, err
+}
+
+// password is the one for --redis URLs without their own:
+// --redis-password-file's content (its trailing newline trimmed), else
+// $REDISCLI_AUTH.
+func (f *targetFlags) password() (string, error) {
+	if f.passwordFile == "" {
+		return os.Getenv(redisPasswordEnv), nil
+	}
+	b, err := os.ReadFile(f.passwordFile)
+	if err != nil {
+		return "", exit(ExitUsage, fmt.Errorf("--redis-password-file: %w", err))
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
 }
 
 // exitCodeFor maps library errors to exit codes.

@@ -24,6 +24,7 @@ import (
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/kubetest"
 	"github.com/redlease/redlease/internal/locktest"
+	"github.com/redlease/redlease/internal/podrbac"
 	"github.com/redlease/redlease/internal/redisconn/certtest"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/kube"
@@ -48,12 +49,12 @@ func TestMain(m *testing.M) {
 
 // podConfig returns a rest.Config that acts as a pod's ServiceAccount holding
 // only the Role docs/library.md documents and the chart's podRole renders
-// (kubetest.LockUserRules): get/list/watch on distributedlocks and get on
+// (podrbac.Rules): get/list/watch on distributedlocks and get on
 // the one Secret. The tests prove that Role is enough.
 func podConfig(t *testing.T, env *kubetest.Env, ns string, secrets ...string) *rest.Config {
 	t.Helper()
 	ctx := t.Context()
-	rules := kubetest.LockUserRules(secrets...)
+	rules := podrbac.Rules(secrets...)
 	objs := []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "worker", Namespace: ns}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "lock-user", Namespace: ns}, Rules: rules},

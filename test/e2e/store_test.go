@@ -17,6 +17,7 @@ import (
 
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/kubetest"
+	"github.com/redlease/redlease/internal/podrbac"
 	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redisconn"
 	"github.com/redlease/redlease/internal/redistest"
@@ -167,7 +168,7 @@ const lockUser = "lock-user"
 // podKubeconfig is a kubeconfig acting as the ServiceAccount lock-user of
 // ns, which holds only the Role the chart's podRole rendered there: the
 // rules docs/library.md documents for lock-using pods (checked here against
-// kubetest.LockUserRules, which the pkg/kube tests run with; the chart's
+// podrbac.Rules, which the pkg/kube tests run with; the chart's
 // rendering of them is checked in test/helm).
 func podKubeconfig(t *testing.T, env *kubetest.Env, ns string) string {
 	t.Helper()
@@ -175,8 +176,8 @@ func podKubeconfig(t *testing.T, env *kubetest.Env, ns string) string {
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "redlease-lock-user"}, &role); err != nil {
 		t.Fatalf("podRole did not render its Role in %s: %v", ns, err)
 	}
-	if want := kubetest.LockUserRules(tenantSecret); !reflect.DeepEqual(role.Rules, want) {
-		t.Fatalf("Role %s/%s rules = %+v, want kubetest.LockUserRules(%s) = %+v", ns, role.Name, role.Rules, tenantSecret, want)
+	if want := podrbac.Rules(tenantSecret); !reflect.DeepEqual(role.Rules, want) {
+		t.Fatalf("Role %s/%s rules = %+v, want podrbac.Rules(%s) = %+v", ns, role.Name, role.Rules, tenantSecret, want)
 	}
 	var rb rbacv1.RoleBinding
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "redlease-lock-user"}, &rb); err != nil ||

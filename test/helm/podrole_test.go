@@ -9,13 +9,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/redlease/redlease/internal/kubetest"
+	"github.com/redlease/redlease/internal/podrbac"
 )
 
 const podRoleName = "redlease-lock-user"
 
 // TestPodRole: podRole renders, in each namespace listed, a Role with
-// exactly the rules lock-using pods need (kubetest.LockUserRules, the rules
+// exactly the rules lock-using pods need (podrbac.Rules, the rules
 // the pkg/kube tests prove enough), granting the chart's ClusterLockStore's
 // credentials Secret and the ones listed, and RoleBindings to the
 // ServiceAccounts listed; none by default.
@@ -29,11 +29,11 @@ func TestPodRole(t *testing.T) {
 	m := render(t, "-f", chartDir(t)+"/"+storesValues,
 		"--set", "podRole.create=true,podRole.namespaces={billing,reports},podRole.serviceAccounts={settle,report}",
 		"--set", "podRole.secretNames={redlease-lock-nightly,redlease-shared}")
-	want := kubetest.LockUserRules("redlease-shared", "redlease-lock-nightly")
+	want := podrbac.Rules("redlease-shared", "redlease-lock-nightly")
 	for _, ns := range []string{"billing", "reports"} {
 		r := into[rbacv1.Role](t, m.must("Role", ns, podRoleName))
 		if !equalRules(r.Rules, want) {
-			t.Errorf("Role %s/%s rules = %+v, want kubetest.LockUserRules: %+v", ns, podRoleName, r.Rules, want)
+			t.Errorf("Role %s/%s rules = %+v, want podrbac.Rules: %+v", ns, podRoleName, r.Rules, want)
 		}
 		rb := into[rbacv1.RoleBinding](t, m.must("RoleBinding", ns, podRoleName))
 		if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != podRoleName {
@@ -52,7 +52,7 @@ func TestPodRole(t *testing.T) {
 	// Role alone.
 	m = render(t, "--set", "podRole.create=true,podRole.namespaces={billing},podRole.secretNames={redlease-lockstore-team}")
 	r := into[rbacv1.Role](t, m.must("Role", "billing", podRoleName))
-	if want := kubetest.LockUserRules("redlease-lockstore-team"); !equalRules(r.Rules, want) {
+	if want := podrbac.Rules("redlease-lockstore-team"); !equalRules(r.Rules, want) {
 		t.Errorf("Role rules = %+v, want %+v", r.Rules, want)
 	}
 	if m.find("RoleBinding", "billing", podRoleName) != nil {
@@ -85,7 +85,7 @@ func TestPodRoleRefusals(t *testing.T) {
 }
 
 // TestPodRoleMatchesDocs: the Role docs/library.md gives lock-using pods and
-// the CronJob sample's Role are kubetest.LockUserRules, which the chart's
+// the CronJob sample's Role are podrbac.Rules, which the chart's
 // podRole renders (TestPodRole) and the pkg/kube tests run with.
 func TestPodRoleMatchesDocs(t *testing.T) {
 	t.Parallel()
@@ -101,8 +101,8 @@ func TestPodRoleMatchesDocs(t *testing.T) {
 	if err := yaml.UnmarshalStrict(blocks[0][1], &doc); err != nil {
 		t.Fatalf("docs/library.md's pod Role: %v", err)
 	}
-	if want := kubetest.LockUserRules("redlease-shared"); !equalRules(doc.Rules, want) {
-		t.Errorf("docs/library.md's pod Role = %+v, want kubetest.LockUserRules (what podRole renders): %+v", doc.Rules, want)
+	if want := podrbac.Rules("redlease-shared"); !equalRules(doc.Rules, want) {
+		t.Errorf("docs/library.md's pod Role = %+v, want podrbac.Rules (what podRole renders): %+v", doc.Rules, want)
 	}
 
 	sample, err := readFile(filepath.Join(repoRoot(t), "config", "samples", "cronjob", "lockctl-cronjob.yaml"))
@@ -118,8 +118,8 @@ func TestPodRoleMatchesDocs(t *testing.T) {
 		if o.GetKind() == "Role" {
 			found = true
 			r := into[rbacv1.Role](t, o)
-			if want := kubetest.LockUserRules("redlease-lock-nightly-settlement"); !equalRules(r.Rules, want) {
-				t.Errorf("the CronJob sample's Role = %+v, want kubetest.LockUserRules: %+v", r.Rules, want)
+			if want := podrbac.Rules("redlease-lock-nightly-settlement"); !equalRules(r.Rules, want) {
+				t.Errorf("the CronJob sample's Role = %+v, want podrbac.Rules: %+v", r.Rules, want)
 			}
 		}
 	}

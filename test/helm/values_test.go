@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/redlease/redlease/internal/doctest"
 )
 
 // TestSchemaRejectsBadValues: wrong types, unknown keys and malformed values
@@ -242,31 +244,14 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 }
 
-// definedMetrics collects the redlease_* metric names declared in Go code
-// (Name: "redlease_...") under controllers/ and pkg/.
+// definedMetrics are the redlease_* metrics the code declares.
 func definedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	re := regexp.MustCompile(`Name:\s*"(redlease_[a-z_]+)"`)
-	out := map[string]bool{}
-	for _, dir := range []string{"controllers", "pkg"} {
-		err := filepath.WalkDir(filepath.Join(repoRoot(t), dir), func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return err
-			}
-			src, err := readFile(path)
-			for _, m := range re.FindAllStringSubmatch(string(src), -1) {
-				out[m[1]] = true
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+	m, err := doctest.DefinedMetrics(repoRoot(t))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !out["redlease_lock_leases_held"] || !out["redlease_controller_locks"] {
-		t.Fatalf("metric definitions not found in controllers/ and pkg/ (found %v)", out)
-	}
-	return out
+	return m
 }
 
 // TestNotes renders NOTES.txt (helm template does not print it, and
@@ -297,11 +282,11 @@ func TestNotes(t *testing.T) {
 			"kubectl -n redlease-system rollout status deployment/redlease-controller-manager",
 			"kind: DistributedLock", "kubectl get dlock",
 			"redlease/lockctl:" + chartAppVersion(t), `"/lockctl", "install"`, "lockctl run --lock",
-			"make image", "helm uninstall` keeps the CRD",
+			"make image", "helm uninstall` keeps the three CRDs",
 			"helm test redlease -n redlease-system",
 		}},
 		{[]string{"--set", "watchNamespaces={billing},crds.enabled=false,crds.keep=false"}, []string{
-			"namespace: billing", "install the DistributedLock CRD yourself",
+			"namespace: billing", "install the three CRDs yourself",
 			"podRole.create renders that Role",
 		}},
 		{[]string{"--set", "podRole.create=true,podRole.namespaces={billing,reports},podRole.secretNames={redlease-lock-x},podRole.serviceAccounts={settle}"}, []string{

@@ -142,7 +142,7 @@ install still needs cluster-wide. Empty when no rule names one.
 The rules of the Role lock-using pods need (pkg/kube, lockctl --lock), for
 a list of credentials Secret names: get, list and watch DistributedLocks,
 and get those Secrets only. The one chart definition of them: podRole
-renders it in every namespace; internal/kubetest.LockUserRules is the Go
+renders it in every namespace; internal/podrbac.Rules is the Go
 side, and test/helm checks that they and docs/library.md agree.
 */}}
 {{- define "redlease.podRoleRules" -}}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Writes a release into $DIST (make release VERSION=vX.Y.Z; nothing in it is
+# committed):
+#   manager-$V.tar, lockctl-$V.tar   multi-platform OCI image archives
+#   *.tar.digest                     their image index digests
+#   lockctl-$V-OS-ARCH               lockctl binaries
+#   redlease-${V#v}.tgz              the chart, version/appVersion $V, both
+#                                    images pinned by digest
+#   install.yaml                     Namespace, CRDs, RBAC, Deployment: the
+#                                    chart's defaults, for kubectl apply -f
+#   crds.yaml                        the CRDs alone
+#   *.cdx.json                       a CycloneDX SBOM per binary and image
+#   SHA256SUMS                       of every file above
+# test/release checks the result (on one platform, for speed).
+#
+# Environment (the Makefile sets it): VERSION REVISION GO_LDFLAGS DIST
+# IMAGE_REPO IMAGE_PLATFORMS LOCKCTL_PLATFORMS IMAGE_CA HELM.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+: "${VERSION:?}" "${GO_LDFLAGS:?}" "${DIST:?}" "${IMAGE_REPO:?}" "${IMAGE_PLATFORMS:?}" "${LOCKCTL_PLATFORMS:?}" "${IMAGE_CA:?}" "${HELM:?}"
+case $VERSION in
+v[0-9]*.[0-9]*.[0-9]*) ;;
+*) echo "release: VERSION=$VERSION: want vMAJOR.MINOR.PATCH[-PRE]" >&2; exit 2 ;;
+esac
+say() { printf '[release] %s\n' "$*" >&2; }
+
+dist=$(mkdir -p "$DIST" && cd "$DIST" && pwd)
+# Emptied first: only dist/ itself, or a directory holding a release.
+if [ "$dist" != "$root/dist" ] && [ -n "$(ls -A "$dist")" ] && [ ! -f "$dist/SHA256SUMS" ]; then
+	echo "release: DIST=$DIST is not empty and holds no release: refusing to empty it" >&2
+	exit 2
+fi
+rm -rf "${dist:?}"/*
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# gobuild OS/ARCH CMD OUT: a static, trimmed, version-stamped binary.
+gobuild() {
+	say "go build $2 ($1)"
+	(cd "$root" && CGO_ENABLED=0 GOOS=${1%/*} GOARCH=${1#*/} go build -trimpath -ldflags "$GO_LDFLAGS" -o "$3" "./cmd/$2")
+}
+ocibuild=$work/ocibuild gosbom=$work/gosbom
+(cd "$root/hack/ocibuild" && go build -o "$ocibuild" . && go build -o "$gosbom" ./cmd/gosbom)
+
+# Images: one binary per platform, one archive with every platform.
+for c in manager lockctl; do
+	plats=()
+	for p in $IMAGE_PLATFORMS; do
+		out=$work/${p/\//-}/$c
+		gobuild "$p" "$c" "$out"
+		plats+=(-platform "$p=$out")
+	done
+	"$ocibuild" "${plats[@]}" -ca "$IMAGE_CA" -tag "$IMAGE_REPO/$c:$VERSION" -revision "${REVISION:-}" \
+		-out "$dist/$c-$VERSION.tar" -digest-file "$dist/$c-$VERSION.tar.digest" -sbom "$dist/$c-$VERSION.tar.cdx.json"
+done
+
+# lockctl binaries, each with its SBOM.
+for p in $LOCKCTL_PLATFORMS; do
+	out=$dist/lockctl-$VERSION-${p/\//-}
+	if [ -x "$work/${p/\//-}/lockctl" ]; then cp "$work/${p/\//-}/lockctl" "$out"; else gobuild "$p" lockctl "$out"; fi
+	"$gosbom" -version "$VERSION" -out "$out.cdx.json" "$out"
+done
+
+# The chart: versioned as the release, both images pinned by digest.
+chart=$work/chart/redlease
+mkdir -p "$work/chart" && cp -r "$root/charts/redlease" "$chart"
+manager_digest=$(cat "$dist/manager-$VERSION.tar.digest")
+lockctl_digest=$(cat "$dist/lockctl-$VERSION.tar.digest")
+sed -i -e "/^image:/,/^[a-z]/ s|^  digest: \"\"|  digest: \"$manager_digest\"|" \
+	-e "/^lockctl:/,/^[a-z]/ s|^    digest: \"\"|    digest: \"$lockctl_digest\"|" \
+	-e "/^image:/,/^[a-z]/ s|^  repository: .*|  repository: $IMAGE_REPO/manager|" \
+	-e "/^lockctl:/,/^[a-z]/ s|^    repository: .*|    repository: $IMAGE_REPO/lockctl|" "$chart/values.yaml"
+if [ "$(grep -c "digest: \"sha256:" "$chart/values.yaml")" != 2 ]; then
+	echo "release: could not pin both digests in the chart's values.yaml" >&2
+	exit 1
+fi
+"$HELM" package "$chart" --version "${VERSION#v}" --app-version "$VERSION" --destination "$dist" >/dev/null
+say "chart redlease-${VERSION#v}.tgz"
+
+# install.yaml: the packaged chart's defaults (no helm test hook), after
+# the namespace they go in; crds.yaml: the CRDs alone.
+{
+	printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: redlease-system\n  labels:\n    pod-security.kubernetes.io/enforce: restricted\n'
+	"$HELM" template redlease "$dist/redlease-${VERSION#v}.tgz" --namespace redlease-system --skip-tests
+} >"$dist/install.yaml"
+for f in "$root"/config/crd/bases/*.yaml; do
+	printf -- '---\n'
+	cat "$f"
+done >"$dist/crds.yaml"
+
+(cd "$dist" && sha256sum -- * >SHA256SUMS)
+say "wrote $dist:"
+(cd "$dist" && ls -l) >&2
