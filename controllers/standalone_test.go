@@ -40,16 +40,7 @@ func TestStandalone(t *testing.T) {
 	if ep.Address != srv.Addr() || ep.Role != v1alpha1.EndpointRoleMaster || !ep.Reachable || ep.RunID == "" || !strings.HasPrefix(ep.Version, "7.") && !strings.HasPrefix(ep.Version, "8.") {
 		t.Errorf("endpoint = %+v, want the master, reachable, with run_id and version", ep)
 	}
-	// The server as it names itself: redis (no server_name) or valkey
-	// (whose redis_version is the Redis version it is compatible with).
-	info, err := srv.Info(t.Context(), "server")
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := cmp.Or(info["server_name"], "redis")
-	if want := name + " " + cmp.Or(info[name+"_version"], info["redis_version"]); ep.Server != want {
-		t.Errorf("endpoint server %q, want %q", ep.Server, want)
-	}
+	expectServerName(t, srv, ep)
 	if dl.Status.ObservedGeneration != dl.Generation {
 		t.Errorf("observedGeneration %d, generation %d", dl.Status.ObservedGeneration, dl.Generation)
 	}
@@ -107,4 +98,19 @@ func occurrences(e eventsv1.Event) int {
 		return int(e.Series.Count)
 	}
 	return 1
+}
+
+// expectServerName checks that ep names srv as srv names itself: redis (no
+// server_name) or valkey (whose redis_version is the Redis version it is
+// compatible with), with its own version.
+func expectServerName(t *testing.T, srv *redistest.Server, ep v1alpha1.EndpointStatus) {
+	t.Helper()
+	info, err := srv.Info(t.Context(), "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := cmp.Or(info["server_name"], "redis")
+	if want := name + " " + cmp.Or(info[name+"_version"], info["redis_version"]); ep.Server != want {
+		t.Errorf("endpoint server %q, want %q", ep.Server, want)
+	}
 }

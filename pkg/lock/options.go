@@ -159,6 +159,10 @@ const (
 	FunctionsLoad = protocol.FunctionsLoad
 )
 
+func knownFunctions(f Functions) bool {
+	return f == FunctionsAuto || f == FunctionsOff || f == FunctionsLoad
+}
+
 // WithFunctions chooses how the Locker runs the protocol's Lua. Default
 // FunctionsAuto. Where the library is missing and scripts are refused (a
 // tenant of a store that allows functions only, before the operator loaded
@@ -208,7 +212,7 @@ func (c *config) validate() error {
 		return invalidConfig("node timeout %v must be shorter than ttl %v", c.nodeTimeout, c.ttl)
 	case c.clock == nil:
 		return invalidConfig("nil clock")
-	case c.functions < FunctionsAuto || c.functions > FunctionsLoad:
+	case !knownFunctions(c.functions):
 		return invalidConfig("unknown Functions %d", c.functions)
 	}
 	return invalid(protocol.ValidateIdentity(c.identity))
