@@ -291,43 +291,71 @@ func renewReply(key string, cmd *redis.Cmd) (bool, error) {
 // WithReplicaAck, whose WAIT counts one connection's writes per key.
 func (s *single) batches() bool { return s.acks == 0 }
 
+// nodeLeases are leases whose keys one server holds, and the client that
+// reaches it.
+type nodeLeases struct {
+	client redis.Cmdable
+	leases []*Lease
+}
+
 // byNode splits leases by the master of their keys: on Cluster each group
-// goes to one node, so that one node's stall does not hold up the others'
-// renewals (a ClusterClient splits a pipeline by node too, but returns
-// only when every node has answered). Elsewhere, and for keys whose master
-// is not known yet, one group.
-func (s *single) byNode(leases []*Lease) [][]*Lease {
+// goes to its master's own client, so that one node's stall does not hold
+// up the others' renewals (a ClusterClient splits a pipeline by node too,
+// but returns only when every node has answered) and the ClusterClient's
+// routing of every command is spent once per lease here, not again in the
+// pipeline. Elsewhere, and for keys whose master is not known yet, one
+// group on the client.
+func (s *single) byNode(leases []*Lease) []nodeLeases {
 	c, ok := s.client.(*redis.ClusterClient)
 	if !ok {
-		return [][]*Lease{leases}
+		return []nodeLeases{{s.client, leases}}
 	}
-	index := map[string]int{}
-	var groups [][]*Lease
+	index := map[redis.Cmdable]int{}
+	var groups []nodeLeases
 	for _, lease := range leases {
-		addr := "" // unknown: the ClusterClient finds it
+		var client redis.Cmdable = c // unknown master: the ClusterClient finds it
 		if node, err := c.MasterForKey(s.stopCtx, lease.key); err == nil {
-			addr = node.Options().Addr
+			client = node
 		}
-		i, ok := index[addr]
+		i, ok := index[client]
 		if !ok {
 			i = len(groups)
-			index[addr] = i
-			groups = append(groups, nil)
+			index[client] = i
+			groups = append(groups, nodeLeases{client: client})
 		}
-		groups[i] = append(groups[i], lease)
+		groups[i].leases = append(groups[i].leases, lease)
 	}
 	return groups
 }
 
-// renewBatch renews rs in one pipeline (the Caller runs again, in a
-// second one, those the server wants run another way: a script it does not
-// know yet, a function it does not have) and answers for each.
-func (s *single) renewBatch(ctx context.Context, rs []renewal) []renewResult {
+// renewBatch renews rs in one pipeline on client (the Caller runs again,
+// in a second one, those the server wants run another way: a script it
+// does not know yet, a function it does not have) and answers for each.
+// Renewals a Cluster master redirected (its slot moved) run again through
+// the ClusterClient, which follows the redirection and reloads its map.
+func (s *single) renewBatch(ctx context.Context, client redis.Cmdable, rs []renewal) []renewResult {
 	calls := make([]protocol.Call, len(rs))
 	for i, r := range rs {
 		calls[i] = renewCall(r.target, r.value, r.ttl)
 	}
-	cmds := s.calls.Pipelined(ctx, s.client, calls, nil)
+	cmds := s.calls.Pipelined(ctx, client, calls, nil)
+	if client != s.client {
+		var moved []int
+		for i, cmd := range cmds {
+			if redis.HasErrorPrefix(cmd.Err(), "MOVED") || redis.HasErrorPrefix(cmd.Err(), "ASK") {
+				moved = append(moved, i)
+			}
+		}
+		if len(moved) > 0 {
+			again := make([]protocol.Call, len(moved))
+			for j, i := range moved {
+				again[j] = calls[i]
+			}
+			for j, cmd := range s.calls.Pipelined(ctx, s.client, again, nil) {
+				cmds[moved[j]] = cmd
+			}
+		}
+	}
 	out := make([]renewResult, len(rs))
 	for i, r := range rs {
 		out[i].ok, out[i].err = renewReply(r.key, cmds[i])

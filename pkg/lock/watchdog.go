@@ -5,13 +5,20 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 const (
 	// renewalLinger is how far ahead of its due time a renewal may be sent
-	// to share a round trip with one that is due now. Renewing early only
-	// counts from the earlier send, so it costs no safety.
-	renewalLinger = time.Millisecond
+	// to share a round trip with one that is due now (a tenth of the renew
+	// interval when that is shorter). Renewing early only counts from the
+	// earlier send, so it costs no safety. Leases taken one after another
+	// come due a few apart per millisecond: 10 ms gathers ten times as many
+	// per round trip as 1 ms did (on Redis Cluster, where each turn is one
+	// round trip per master, 10,000 leases cost 9.4-9.7 % of a core instead
+	// of 24-27 %: BenchmarkHeldOnCluster).
+	renewalLinger = 10 * time.Millisecond
 	// maxRenewalBatch bounds one pipeline.
 	maxRenewalBatch = 512
 )
@@ -114,7 +121,7 @@ func (w *watchdog) due(now time.Time) (batch []*Lease, next time.Duration) {
 			n++
 			continue
 		}
-		if wait := e.due.Sub(now); wait > renewalLinger {
+		if wait := e.due.Sub(now); wait > min(renewalLinger, w.l.cfg.renewInterval/10) {
 			if len(batch) == 0 {
 				next = wait
 			}
@@ -169,13 +176,14 @@ func (w *watchdog) renewTogether(s *single, batch []*Lease) {
 	defer l.inflight.RUnlock()
 	var wg sync.WaitGroup
 	for _, group := range s.byNode(batch) {
-		wg.Go(func() { w.renewGroup(s, group) })
+		wg.Go(func() { w.renewGroup(s, group.client, group.leases) })
 	}
 	wg.Wait()
 }
 
-// renewGroup renews leases in one pipeline and settles each on its reply.
-func (w *watchdog) renewGroup(s *single, batch []*Lease) {
+// renewGroup renews leases in one pipeline on client and settles each on
+// its reply.
+func (w *watchdog) renewGroup(s *single, client redis.Cmdable, batch []*Lease) {
 	l := w.l
 	done := make(chan struct{})
 	leases := make([]*Lease, 0, len(batch))
@@ -201,7 +209,7 @@ func (w *watchdog) renewGroup(s *single, batch []*Lease) {
 	// batch may run until the last of them.
 	ctx, cancel := context.WithDeadline(context.Background(), latest)
 	sent := l.cfg.clock.Now()
-	results := s.renewBatch(ctx, reqs)
+	results := s.renewBatch(ctx, client, reqs)
 	cancel()
 	for i, lease := range leases {
 		err := lease.settle(sent, reqs[i].ttl, results[i].ok, results[i].err)
