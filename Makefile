@@ -68,12 +68,13 @@ verify: manifests generate lint tidy-check ## Fail when generated files are stal
 	@untracked=$$(git ls-files --others --exclude-standard -- config api charts/redlease/files); if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
 
 .PHONY: test
-test: tools redis postgres verify helm-lint ## Install what tests need, verify, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included), then make test-node where the machine can (CI must).
+test: tools redis postgres verify helm-lint ## Install what tests need, verify, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included), then make test-node where the machine can (CI must), then the server matrix on the other servers whose sources are in ../shared/servers (make test-servers).
 	go test $(GO_TEST_FLAGS) ./...
 	@echo "internal/protocol again, through the function library (-protocol.functions)"
 	go test $(GO_TEST_FLAGS) ./internal/protocol/ -args -protocol.functions
 	cd hack/ocibuild && go test -count=1 ./...
 	NODE_OPTIONAL=1 hack/node/run.sh
+	SERVERS_SKIP_INSTALLED=1 hack/test-servers.sh
 
 # go test -run pattern of the node scenarios, e.g. NODE_RUN=Scenario3.
 NODE_RUN ?= .
