@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -102,7 +103,26 @@ func impersonating(t *testing.T, env *kubetest.Env, ns, name string) string {
 // managerProcess is a manager startManager started.
 type managerProcess struct {
 	cmd *exec.Cmd
-	log *bytes.Buffer
+	log *syncBuffer
+}
+
+// syncBuffer is the manager's output, written by exec's copying goroutine
+// and read by the test while the manager runs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // kill SIGKILLs the manager, as a crash or an OOM kill would: it releases
@@ -118,7 +138,7 @@ func (m *managerProcess) kill(t *testing.T) {
 // and the arguments the installed Deployment gives it, then extra.
 func startManager(t *testing.T, kubeconfig, namespace string, extra ...string) *managerProcess {
 	t.Helper()
-	var log bytes.Buffer
+	var log syncBuffer
 	// Not t.Context(): that is cancelled before the cleanup below, which
 	// stops the manager gracefully (SIGTERM, then SIGKILL after 10s).
 	args := append([]string{"--leader-elect", "--leader-election-namespace=" + namespace,
