@@ -108,3 +108,26 @@ func TestAFunctionsOnlyCallerWaitsForTheLibrary(t *testing.T) {
 		t.Fatal("Acquire did not take the lock within 5 s of the library's loading")
 	}
 }
+
+// With FunctionsLoad a Locker loads the library where it is missing (its
+// user may FUNCTION LOAD) and then calls it: the first acquisition finds
+// no function, loads the library, and every call after it is an FCALL.
+func TestFunctionsLoadLoadsTheLibraryWhereItIsMissing(t *testing.T) {
+	srv, admin := startRedis(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l := newLocker(t, srv.Client(t), lock.WithFunctions(lock.FunctionsLoad))
+	lease, err := l.TryAcquire(ctx, "load")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	libs, err := admin.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: protocol.LibraryName}).Result()
+	if err != nil || len(libs) != 1 {
+		t.Fatalf("libraries named %s after the first acquisition: %v, %v; want the one the Locker loaded", protocol.LibraryName, libs, err)
+	}
+	if n, evals := ran(t, srv, "fcall"), ran(t, srv, "evalsha", "eval"); n != 3 || evals != 0 {
+		t.Fatalf("an acquisition that loaded the library and a release made %d FCALLs and %d scripts; want 3 (the missing function, again once loaded, the release) and 0", n, evals)
+	}
+}
