@@ -7,12 +7,9 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/podrbac"
 )
 
 // publishInline writes what the pods of an inline lock need: the
@@ -89,35 +87,9 @@ func storeMasters(st *v1alpha1.LockStoreStatus) []string {
 }
 
 // credentialsSecretName is the name of the Secret a store (or inline lock)
-// writes in each namespace it serves, derived from its kind and name (a
-// hash replaces the tail of names too long for a Secret). No two stores or
-// inline locks get one name: a ClusterLockStore's name that starts like
-// the other kinds' ("lock-", "lockstore-") moves under
-// "clusterlockstore-", and so does one that starts with that
-// (TestCredentialsSecretNamesDoNotCollide).
+// writes in each namespace it serves (podrbac.SecretName).
 func credentialsSecretName(st *storeSpec) string {
-	var name string
-	switch st.kind {
-	case string(v1alpha1.StoreKindClusterLockStore):
-		n := st.name
-		for _, reserved := range []string{"lock-", "lockstore-", "clusterlockstore-"} {
-			if strings.HasPrefix(n, reserved) {
-				n = "clusterlockstore-" + n
-				break
-			}
-		}
-		name = "redlease-" + n
-	case string(v1alpha1.StoreKindLockStore):
-		name = "redlease-lockstore-" + st.name
-	default:
-		name = "redlease-lock-" + st.name
-	}
-	const most = 253
-	if len(name) <= most {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return strings.TrimRight(name[:most-11], ".-") + "-" + hex.EncodeToString(sum[:])[:10]
+	return podrbac.SecretName(v1alpha1.StoreKind(st.kind), st.name)
 }
 
 // podCredentials is the credentials Secret's data for auth: its user and

@@ -1,6 +1,7 @@
 package helm_test
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/podrbac"
 )
 
@@ -60,11 +62,64 @@ func TestPodRole(t *testing.T) {
 	}
 }
 
+// TestPodRoleGrantsTheSecretsOfItsLocks: podRole.locks grants each lock's
+// credentials Secret under the name the controller writes it
+// (podrbac.SecretName), for inline locks and locks on either kind of
+// store, long names hashed alike; the chart's ClusterLockStore gets the same
+// derivation. Before, the chart named ClusterLockStore "lock-x"'s Secret
+// "redlease-lock-x" (the controller writes "redlease-clusterlockstore-lock-x"),
+// refused long names, and lock names were not accepted at all.
+func TestPodRoleGrantsTheSecretsOfItsLocks(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("n", 250)
+	type ref struct {
+		Kind v1alpha1.StoreKind `json:"kind"`
+		Name string             `json:"name"`
+	}
+	type lock struct {
+		Name     string `json:"name"`
+		StoreRef *ref   `json:"storeRef,omitempty"`
+	}
+	locks := []lock{
+		{Name: "nightly"},
+		{Name: long},
+		{Name: "settle", StoreRef: &ref{v1alpha1.StoreKindLockStore, "team"}},
+		{Name: "report", StoreRef: &ref{v1alpha1.StoreKindLockStore, long}},
+		{Name: "audit", StoreRef: &ref{v1alpha1.StoreKindClusterLockStore, "lockstore-team"}},
+		{Name: "audit2", StoreRef: &ref{v1alpha1.StoreKindClusterLockStore, "clusterlockstore-lock-" + long[:200]}},
+	}
+	const chartStore = "lock-x"
+	values := map[string]any{
+		"podRole":          map[string]any{"create": true, "namespaces": []string{"billing"}, "locks": locks},
+		"clusterLockStore": map[string]any{"name": chartStore},
+	}
+	data, err := yaml.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "locks.yaml")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := render(t, "-f", chartDir(t)+"/"+storesValues, "-f", file)
+	want := []string{podrbac.SecretName(v1alpha1.StoreKindClusterLockStore, chartStore)}
+	for _, l := range locks {
+		if l.StoreRef == nil {
+			want = append(want, podrbac.SecretName("", l.Name))
+		} else {
+			want = append(want, podrbac.SecretName(l.StoreRef.Kind, l.StoreRef.Name))
+		}
+	}
+	r := into[rbacv1.Role](t, m.must("Role", "billing", podRoleName))
+	if w := podrbac.Rules(want...); !equalRules(r.Rules, w) {
+		t.Errorf("Role rules = %+v,\nwant podrbac.Rules of the controller's Secret names: %+v", r.Rules, w)
+	}
+}
+
 // TestPodRoleRefusals: podRole never renders a Role that could get every
 // Secret, or none, and says what is missing.
 func TestPodRoleRefusals(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("s", 245)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -72,8 +127,7 @@ func TestPodRoleRefusals(t *testing.T) {
 		{[]string{"--set", "podRole.create=true,podRole.secretNames={redlease-shared}"}, "podRole.create needs podRole.namespaces"},
 		{[]string{"--set", "podRole.create=true,podRole.namespaces={billing}"}, "podRole.create needs a credentials Secret to grant"},
 		{[]string{"--set", "podRole.create=true,podRole.namespaces={billing},podRole.secretNames={x},rbac.create=false"}, "podRole.create needs rbac.create"},
-		{[]string{"-f", chartDir(t) + "/" + storesValues, "--set", "podRole.create=true,podRole.namespaces={billing},clusterLockStore.name=" + long},
-			"has a hashed name (longer than 253 characters): put it in podRole.secretNames"},
+		{[]string{"--set", "podRole.create=true,podRole.namespaces={billing},podRole.locks[0].name=x,podRole.locks[0].storeRef.kind=Redis,podRole.locks[0].storeRef.name=y"}, "/podRole/locks/0/storeRef/kind"},
 		{[]string{"--set", "podRole.namespaces={Billing}"}, "/podRole/namespaces/0"},
 		{[]string{"--set", "podRole.secretNames={a_b}"}, "/podRole/secretNames/0"},
 		{[]string{"--set", "podRole.serviceAccount=x"}, "additional properties 'serviceAccount' not allowed"},

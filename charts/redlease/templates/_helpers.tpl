@@ -166,19 +166,50 @@ side, and test/helm checks that they and docs/library.md agree.
   - get
 {{- end }}
 
-{{/*
-The credentials Secrets podRole grants: the chart's ClusterLockStore's
-("redlease-<name>", the name the controller gives it) and
-podRole.secretNames.
+{{- /*
+redlease.secretName: the credentials Secret the controller writes for a
+store ("ClusterLockStore", "LockStore") or an inline lock (any other kind),
+derived as podrbac.SecretName derives it (TestPodRoleGrantsTheSecretsOfItsLocks).
+Argument: dict "kind" "name".
+*/}}
+{{- define "redlease.secretName" -}}
+{{- $name := .name }}
+{{- $full := "" }}
+{{- if eq .kind "ClusterLockStore" }}
+{{- range list "lock-" "lockstore-" "clusterlockstore-" }}
+{{- if and (hasPrefix . $.name) (eq $name $.name) }}
+{{- $name = printf "clusterlockstore-%s" $.name }}
+{{- end }}
+{{- end }}
+{{- $full = printf "redlease-%s" $name }}
+{{- else if eq .kind "LockStore" }}
+{{- $full = printf "redlease-lockstore-%s" $name }}
+{{- else }}
+{{- $full = printf "redlease-lock-%s" $name }}
+{{- end }}
+{{- if le (len $full) 253 }}
+{{- $full }}
+{{- else }}
+{{- printf "%s-%s" (regexReplaceAll "[.-]+$" (trunc 242 $full) "") (trunc 10 (sha256sum $full)) }}
+{{- end }}
+{{- end }}
+
+{{- /*
+redlease.podRoleSecrets: the Secrets podRole grants, as a YAML list: the
+chart's ClusterLockStore's, those of podRole.locks (each lock's store, or
+the lock itself when inline) and podRole.secretNames.
 */}}
 {{- define "redlease.podRoleSecrets" -}}
 {{- $names := list }}
 {{- if .Values.clusterLockStore.enabled }}
-{{- $derived := printf "redlease-%s" .Values.clusterLockStore.name }}
-{{- if gt (len $derived) 253 }}
-{{- fail (printf "podRole: the credentials Secret of ClusterLockStore %s has a hashed name (longer than 253 characters): put it in podRole.secretNames" .Values.clusterLockStore.name) }}
+{{- $names = append $names (include "redlease.secretName" (dict "kind" "ClusterLockStore" "name" .Values.clusterLockStore.name)) }}
 {{- end }}
-{{- $names = append $names $derived }}
+{{- range .Values.podRole.locks }}
+{{- if .storeRef }}
+{{- $names = append $names (include "redlease.secretName" (dict "kind" .storeRef.kind "name" .storeRef.name)) }}
+{{- else }}
+{{- $names = append $names (include "redlease.secretName" (dict "kind" "DistributedLock" "name" .name)) }}
+{{- end }}
 {{- end }}
 {{- range .Values.podRole.secretNames }}
 {{- $names = append $names . }}
