@@ -197,6 +197,12 @@ func (s *StoreReconciler) provisionACLTenant(ctx context.Context, rd *round, so 
 	if opts, err = redisacl.DetectOptions(ctx, nodes[0].client, opts); err != nil {
 		return err
 	}
+	// FunctionsOnly where every master serves functions: where one has
+	// none, or refuses FUNCTION to the controller, tenants keep scripts
+	// (FunctionsLoaded says so). A load that failed for a passing reason
+	// keeps it: the tenants wait for the next probe's load rather than
+	// regain EVAL.
+	opts.FunctionsOnly = so.tenants.ScriptsOrDefault() == v1alpha1.TenantScriptsFunctionsOnly && opts.Functions && !rd.functionsRefused
 	rules, err := protocol.TenantACLRules(ns, opts)
 	if err != nil {
 		return err
