@@ -82,10 +82,12 @@ func serves(ctx context.Context, c *redis.Client) error {
 func ownLua(c redis.UniversalClient) map[string]func(context.Context) error {
 	const src = "return 1"
 	return map[string]func(context.Context) error{
-		"EVAL":          func(ctx context.Context) error { return c.Eval(ctx, src, nil).Err() },
-		"EVALSHA":       func(ctx context.Context) error { return c.EvalSha(ctx, redis.NewScript(src).Hash(), nil).Err() },
-		"SCRIPT LOAD":   func(ctx context.Context) error { return c.ScriptLoad(ctx, src).Err() },
-		"FUNCTION LOAD": func(ctx context.Context) error { return c.FunctionLoad(ctx, "#!lua name=mine\nredis.register_function('mine', function() return 1 end)").Err() },
+		"EVAL":        func(ctx context.Context) error { return c.Eval(ctx, src, nil).Err() },
+		"EVALSHA":     func(ctx context.Context) error { return c.EvalSha(ctx, redis.NewScript(src).Hash(), nil).Err() },
+		"SCRIPT LOAD": func(ctx context.Context) error { return c.ScriptLoad(ctx, src).Err() },
+		"FUNCTION LOAD": func(ctx context.Context) error {
+			return c.FunctionLoad(ctx, "#!lua name=mine\nredis.register_function('mine', function() return 1 end)").Err()
+		},
 	}
 }
 
@@ -93,7 +95,7 @@ func ownLua(c redis.UniversalClient) map[string]func(context.Context) error {
 func refusesOwnLua(ctx context.Context, c redis.UniversalClient) error {
 	for what, run := range ownLua(c) {
 		if err := run(ctx); !isNoPerm(err) {
-			return fmt.Errorf("%s as the tenant: %v, want a NOPERM refusal", what, err)
+			return fmt.Errorf("%s as the tenant: %w, want a NOPERM refusal", what, err)
 		}
 	}
 	return nil
@@ -211,70 +213,12 @@ func TestAMixedVersionUpgradeToFunctionsOnly(t *testing.T) {
 	oldPod := newLocker(t, h.podClient(dl), lock.WithIdentity("old"), lock.WithTTL(5*time.Second), lock.WithFunctions(lock.FunctionsOff))
 	newPod := newLocker(t, h.podClient(dl), lock.WithIdentity("new"), lock.WithTTL(5*time.Second))
 
-	fcalls := func() int {
-		info, err := srv.Info(ctx, "commandstats")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return statCalls(info["cmdstat_fcall"])
-	}
-	var inside, overlaps atomic.Int32
-	acquired := map[string]int{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(2 * time.Second)
-	for name, l := range map[string]*lock.Locker{"old": oldPod, "new": newPod} {
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				lease, err := l.Acquire(actx, key)
-				cancel()
-				if err != nil {
-					t.Errorf("%s pod: %v", name, err)
-					return
-				}
-				if inside.Add(1) != 1 {
-					overlaps.Add(1)
-				}
-				time.Sleep(2 * time.Millisecond)
-				inside.Add(-1)
-				if err := lease.Release(ctx); err != nil {
-					t.Errorf("%s pod: releasing: %v", name, err)
-					return
-				}
-				mu.Lock()
-				acquired[name]++
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if overlaps.Load() != 0 {
-		t.Errorf("the old and the new pod held %s together %d times", key, overlaps.Load())
-	}
-	if acquired["old"] < 5 || acquired["new"] < 5 {
-		t.Errorf("acquisitions in 2s: %v; want at least 5 each", acquired)
-	}
-	t.Logf("acquisitions in 2s, old (EVALSHA) and new (FCALL) on one key: %v", acquired)
-
-	// The old pod runs no function: the FCALLs it would add are the new
-	// pod's only.
-	before := fcalls()
-	if lease, err := oldPod.TryAcquire(ctx, key); err != nil {
-		t.Fatal(err)
-	} else if err := lease.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := fcalls() - before; n != 0 {
+	contend(ctx, t, key, map[string]*lock.Locker{"old (EVALSHA)": oldPod, "new (FCALL)": newPod})
+	// The old pod runs no function; the new one nothing but.
+	if n := fcallsOf(t, srv, func() { cycle(t, oldPod, key) }); n != 0 {
 		t.Errorf("the old pod (FunctionsOff) made %d FCALLs", n)
 	}
-	before = fcalls()
-	if lease, err := newPod.TryAcquire(ctx, key); err != nil {
-		t.Fatal(err)
-	} else if err := lease.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := fcalls() - before; n < 2 {
+	if n := fcallsOf(t, srv, func() { cycle(t, newPod, key) }); n < 2 {
 		t.Errorf("the new pod made %d FCALLs for an acquisition and a release, want 2", n)
 	}
 
@@ -290,13 +234,7 @@ func TestAMixedVersionUpgradeToFunctionsOnly(t *testing.T) {
 	h.eventually("the tenant refused Lua of its own", func() error { return refusesOwnLua(ctx, tenant) })
 	h.waitStore(cs, "the switch observed", librariesLoaded)
 	for range 3 {
-		lease, err := newPod.TryAcquire(ctx, key)
-		if err != nil {
-			t.Fatalf("the new pod under FunctionsOnly: %v", err)
-		}
-		if err := lease.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+		cycle(t, newPod, key)
 	}
 	if lease, err := oldPod.TryAcquire(ctx, key); err == nil {
 		_ = lease.Release(ctx)
@@ -304,6 +242,80 @@ func TestAMixedVersionUpgradeToFunctionsOnly(t *testing.T) {
 	} else {
 		t.Logf("the old pod under FunctionsOnly, as expected: %v", err)
 	}
+}
+
+// contend has the lockers take turns on key for 2 s, each holding it 2
+// ms, and fails t if two ever hold it together or one acquires fewer than
+// 5 times.
+func contend(ctx context.Context, t *testing.T, key string, lockers map[string]*lock.Locker) {
+	var inside, overlaps atomic.Int32
+	acquired := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(2 * time.Second)
+	for name, l := range lockers {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				lease, err := l.Acquire(actx, key)
+				cancel()
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					return
+				}
+				if inside.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				time.Sleep(2 * time.Millisecond)
+				inside.Add(-1)
+				if err := lease.Release(ctx); err != nil {
+					t.Errorf("%s: releasing: %v", name, err)
+					return
+				}
+				mu.Lock()
+				acquired[name]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if n := overlaps.Load(); n != 0 {
+		t.Errorf("%d times two of %v held %s together", n, acquired, key)
+	}
+	for name := range lockers {
+		if acquired[name] < 5 {
+			t.Errorf("acquisitions in 2s: %v; want at least 5 each", acquired)
+		}
+	}
+	t.Logf("acquisitions in 2s on one key: %v", acquired)
+}
+
+// cycle acquires key with l at once and releases it.
+func cycle(t *testing.T, l *lock.Locker, key string) {
+	t.Helper()
+	ctx := t.Context()
+	lease, err := l.TryAcquire(ctx, key)
+	if err != nil {
+		t.Fatalf("acquiring %s: %v", key, err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("releasing %s: %v", key, err)
+	}
+}
+
+// fcallsOf is the FCALLs srv ran while run ran.
+func fcallsOf(t *testing.T, srv *redistest.Server, run func()) int {
+	t.Helper()
+	count := func() int {
+		info, err := srv.Info(t.Context(), "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return statCalls(info["cmdstat_fcall"])
+	}
+	before := count()
+	run()
+	return count() - before
 }
 
 // statCalls reads calls=N from an INFO commandstats line; 0 when absent.
@@ -386,7 +398,7 @@ func TestAStoreWithoutFunctionsKeepsScripts(t *testing.T) {
 	if err := admin.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	h.waitStore(cs, "Preflight passed again", func(st *v1alpha1.LockStoreStatus, gen int64) error {
+	h.waitStore(cs, "Preflight passed again", func(st *v1alpha1.LockStoreStatus, _ int64) error {
 		c := metav1.Condition{}
 		for _, x := range st.Conditions {
 			if x.Type == v1alpha1.ConditionPreflight {
@@ -422,7 +434,7 @@ func TestLibraryNames(t *testing.T) {
 			t.Errorf("%q is not read as functions refused", msg)
 		}
 	}
-	if functionsRefused(errors.New("READONLY You can't write against a read only replica.")) {
+	if functionsRefused(errors.New("READONLY you can't write against a read only replica")) {
 		t.Error("READONLY is read as functions refused: a failover would give tenants EVAL back")
 	}
 }
