@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -232,7 +233,15 @@ func TestAMixedVersionUpgradeToFunctionsOnly(t *testing.T) {
 		t.Fatalf("switching the store to FunctionsOnly: %v", err)
 	}
 	h.eventually("the tenant refused Lua of its own", func() error { return refusesOwnLua(ctx, tenant) })
-	h.waitStore(cs, "the switch observed", librariesLoaded)
+	h.waitStore(cs, "the switch observed", func(st *v1alpha1.LockStoreStatus, gen int64) error {
+		if err := librariesLoaded(st, gen); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionTenantsProvisioned); c == nil || !strings.Contains(c.Message, "no Lua of their own") {
+			return fmt.Errorf("TenantsProvisioned does not say the tenants run functions only: %+v", c)
+		}
+		return nil
+	})
 	for range 3 {
 		cycle(t, newPod, key)
 	}

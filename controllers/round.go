@@ -66,6 +66,8 @@ type round struct {
 	// namespaces provisioned.
 	tenants     conditionResult
 	tenantCount int32
+	// tenantLua says what Lua the tenant users may run (luaRights).
+	tenantLua string
 
 	// storeReady is StoreReady of a lock on a store.
 	storeReady conditionResult
