@@ -13,7 +13,8 @@ import (
 // emitTransitions records Events on obj (a lock or a store) for what
 // changed between the old and new conditions: Ready becoming False (or
 // changing its reason while False) or True again (not the first time), Preflight becoming False, a
-// SettingsConflict appearing, the master moving. Idle reconciles emit
+// SettingsConflict appearing, FunctionsLoaded or TenantsProvisioned
+// becoming False, the master moving. Idle reconciles emit
 // nothing. Notes are condition messages, which never contain a lock value.
 func (r *DistributedLockReconciler) emitTransitions(obj runtime.Object, conds, old []metav1.Condition, oldMaster, master string) {
 	if c, changed := transition(old, conds, v1alpha1.ConditionReady); changed && (c.Status != metav1.ConditionTrue || meta.FindStatusCondition(old, v1alpha1.ConditionReady) != nil) {
@@ -30,6 +31,9 @@ func (r *DistributedLockReconciler) emitTransitions(obj runtime.Object, conds, o
 	}
 	if c, changed := transition(old, conds, v1alpha1.ConditionReplicationGuarded); changed && c.Reason == v1alpha1.ReasonSettingsConflict {
 		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonSettingsConflict, "ApplyReplicaSettings", "%s", c.Message)
+	}
+	if c, changed := transition(old, conds, v1alpha1.ConditionFunctionsLoaded); changed && c.Status == metav1.ConditionFalse {
+		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "LoadLibrary", "%s", c.Message)
 	}
 	if c, changed := transition(old, conds, v1alpha1.ConditionTenantsProvisioned); changed && c.Status == metav1.ConditionFalse {
 		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "ProvisionTenants", "%s", c.Message)

@@ -10,13 +10,19 @@ import (
 	"github.com/redlease/redlease/api/v1alpha1"
 )
 
+// memoryNearLimit is the share of maxmemory from which Preflight warns
+// (MemoryNearLimit): with noeviction, writes fail with OOM at the limit.
+const memoryNearLimit = 0.9
+
 // preflight checks the server settings that endanger locks on every
 // reachable data server (a replica can become the master): an eviction
-// policy other than noeviction (Preflight False, EvictionPolicyUnsafe), and
-// no persistence (said in the message, reason PersistenceDisabled: fences
-// then rely on the clock floor).
+// policy other than noeviction (Preflight False, EvictionPolicyUnsafe),
+// memory near maxmemory (Preflight False, MemoryNearLimit: a shared
+// server's memory is one pool that ACLs cannot divide), and no persistence
+// (said in the message, reason PersistenceDisabled: fences then rely on the
+// clock floor).
 func (r *DistributedLockReconciler) preflight(ctx context.Context, rd *round) {
-	var unsafe, noPersistence, unknown []string
+	var unsafe, full, noPersistence, unknown []string
 	reachable := 0
 	for _, e := range rd.endpoints {
 		if !e.reachable() {
@@ -25,6 +31,9 @@ func (r *DistributedLockReconciler) preflight(ctx context.Context, rd *round) {
 		reachable++
 		if p := e.info.MaxMemoryPolicy; p != "" && p != "noeviction" {
 			unsafe = append(unsafe, fmt.Sprintf("%s (%s)", e.addr, p))
+		}
+		if used, ok := e.info.MemoryUsed(); ok && used >= memoryNearLimit {
+			full = append(full, fmt.Sprintf("%s (%.0f %% of maxmemory %d bytes)", e.addr, 100*used, e.info.MaxMemory))
 		}
 		if e.info.AOFEnabled {
 			continue
@@ -49,10 +58,15 @@ func (r *DistributedLockReconciler) preflight(ctx context.Context, rd *round) {
 	if len(unknown) > 0 {
 		notes = append(notes, fmt.Sprintf("persistence unknown on %s (CONFIG unavailable)", listAddrs(unknown)))
 	}
+	if len(full) > 0 {
+		notes = append([]string{fmt.Sprintf("memory is near its limit on %s: at maxmemory, writes fail (acquisitions and renewals included); raise maxmemory or find what fills it", strings.Join(full, ", "))}, notes...)
+	}
 	switch {
 	case len(unsafe) > 0:
 		msg := fmt.Sprintf("maxmemory-policy is not noeviction on %s: Redis can evict lock keys and fence counters under memory pressure; set maxmemory-policy noeviction", strings.Join(unsafe, ", "))
 		rd.preflight = result(metav1.ConditionFalse, v1alpha1.ReasonEvictionPolicyUnsafe, joinNotes(msg, notes))
+	case len(full) > 0:
+		rd.preflight = result(metav1.ConditionFalse, v1alpha1.ReasonMemoryNearLimit, joinNotes("eviction policy is noeviction", notes))
 	case len(noPersistence) > 0:
 		rd.preflight = result(metav1.ConditionTrue, v1alpha1.ReasonPersistenceDisabled, joinNotes("eviction policy is noeviction", notes))
 	default:

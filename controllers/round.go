@@ -56,10 +56,18 @@ type round struct {
 	quorumN   int32
 	preflight conditionResult
 
+	// functions is FunctionsLoaded of a store round; functionsRefused is
+	// true when a master has no functions or refuses FUNCTION to the
+	// controller, so tenants must keep scripts.
+	functions        conditionResult
+	functionsRefused bool
+
 	// tenants is TenantsProvisioned of a store round, tenantCount the
 	// namespaces provisioned.
 	tenants     conditionResult
 	tenantCount int32
+	// tenantLua says what Lua the tenant users may run (luaRights).
+	tenantLua string
 
 	// storeReady is StoreReady of a lock on a store.
 	storeReady conditionResult
@@ -109,6 +117,10 @@ type endpoint struct {
 	probed bool
 	info   redisprobe.ServerInfo
 	err    error
+
+	// libraries are the redlease function libraries a master serves, as
+	// the store round found (and loaded) them.
+	libraries []string
 
 	// config is read once per round, by the guard or the preflight.
 	configRead bool

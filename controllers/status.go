@@ -65,6 +65,7 @@ func setStoreStatus(rd *round, st *v1alpha1.LockStoreStatus, generation int64) {
 	}
 	st.Tenants = rd.tenantCount
 	setStoreConditions(rd, &st.Conditions, generation)
+	setCondition(&st.Conditions, rd, generation, v1alpha1.ConditionFunctionsLoaded, rd.functions)
 	setCondition(&st.Conditions, rd, generation, v1alpha1.ConditionTenantsProvisioned, rd.tenants)
 }
 
@@ -205,6 +206,7 @@ func endpointStatuses(rd *round) []v1alpha1.EndpointStatus {
 				es.Role = v1alpha1.EndpointRoleMaster
 				es.ConnectedReplicas = ptr.To(clampInt32(e.info.ConnectedReplicas))
 				es.Slots = rd.slotsOf(e.addr)
+				es.Libraries = e.libraries
 			case redisprobe.RoleReplica:
 				es.Role = v1alpha1.EndpointRoleReplica
 			case redisprobe.RoleSentinel:

@@ -125,6 +125,7 @@ func (s *StoreReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	s.guards.markSeen(so.spec.requester())
 	s.observeStore(pctx, rd)
+	s.loadLibrary(pctx, rd, so)
 	s.provisionTenants(pctx, rd, so)
 	res, err := s.finishStore(ctx, rd, so, orig)
 	if err == nil {

@@ -405,7 +405,8 @@ func TestLockStoreClientAuth(t *testing.T) {
 // lock on it names as status.master the master whose slots hold its
 // effective key's slot (as the servers compute it: CLUSTER KEYSLOT); a pod
 // of the namespace takes the lock through a cluster client with its
-// tenant user, on that master.
+// tenant user, on that master. Every master serves the function library
+// (the controller loaded it on each; FUNCTION LIST on each says so).
 func TestClusterLockStoreOnCluster(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOptions{namespaces: 1})
@@ -421,6 +422,12 @@ func TestClusterLockStoreOnCluster(t *testing.T) {
 	h.createIn(ns, "reindex", onStore(v1alpha1.StoreKindClusterLockStore, cs.Name, "reindex"))
 
 	h.waitStore(cs, "Ready with its tenant", storeProvisioned(1))
+	h.waitStore(cs, "the library on every master", librariesLoaded)
+	for _, m := range cl.Masters {
+		if err := serves(h.ctx(), m.Client(t)); err != nil {
+			t.Error(err)
+		}
+	}
 	masters := map[string]string{} // address → slots
 	for _, e := range cs.Status.Endpoints {
 		if e.Role == v1alpha1.EndpointRoleMaster {

@@ -81,7 +81,11 @@ func (s *StoreReconciler) provisionTenants(ctx context.Context, rd *round, so st
 		rd.tenants = result(metav1.ConditionFalse, firstNonEmpty(reason, v1alpha1.ReasonCredentialsNotProvisioned),
 			fmt.Sprintf("%d of %d namespace(s) provisioned: %s", provisioned, len(tenants), joinList(problems)))
 	case acl:
-		rd.tenants = result(metav1.ConditionTrue, v1alpha1.ReasonTenantsProvisioned, fmt.Sprintf("%d namespace(s) provisioned, each with its own Redis user on %d node(s)", provisioned, len(nodes)))
+		msg := fmt.Sprintf("%d namespace(s) provisioned, each with its own Redis user on %d node(s)", provisioned, len(nodes))
+		if rd.tenantLua != "" {
+			msg += "; " + rd.tenantLua
+		}
+		rd.tenants = result(metav1.ConditionTrue, v1alpha1.ReasonTenantsProvisioned, msg)
 	default:
 		rd.tenants = result(metav1.ConditionTrue, v1alpha1.ReasonTenantsProvisioned, fmt.Sprintf("%d namespace(s) provisioned", provisioned))
 	}
@@ -197,6 +201,13 @@ func (s *StoreReconciler) provisionACLTenant(ctx context.Context, rd *round, so 
 	if opts, err = redisacl.DetectOptions(ctx, nodes[0].client, opts); err != nil {
 		return err
 	}
+	// FunctionsOnly where every master serves functions: where one has
+	// none, or refuses FUNCTION to the controller, tenants keep scripts
+	// (FunctionsLoaded says so). A load that failed for a passing reason
+	// keeps it: the tenants wait for the next probe's load rather than
+	// regain EVAL.
+	opts.FunctionsOnly = so.tenants.ScriptsOrDefault() == v1alpha1.TenantScriptsFunctionsOnly && opts.Functions && !rd.functionsRefused
+	rd.tenantLua = luaRights(opts)
 	rules, err := protocol.TenantACLRules(ns, opts)
 	if err != nil {
 		return err
@@ -218,6 +229,17 @@ func (s *StoreReconciler) provisionACLTenant(ctx context.Context, rd *round, so 
 	}
 	s.rotations.put(rk, pw.record)
 	return nil
+}
+
+// luaRights says what Lua tenant users with opts may run.
+func luaRights(opts protocol.ACLOptions) string {
+	switch {
+	case opts.FunctionsOnly:
+		return "they run only the " + protocol.LibraryName + " functions (FCALL), no Lua of their own"
+	case opts.Functions:
+		return "they may run scripts (EVAL, EVALSHA) and the library's functions (FCALL)"
+	}
+	return "they may run scripts (EVAL, EVALSHA): the servers have no functions"
 }
 
 // existingSecret is what a tenant's Secret holds now (zero when missing).

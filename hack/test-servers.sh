@@ -19,7 +19,7 @@ suites=(
 	"lock|./pkg/lock/"
 	"election|./pkg/election/"
 	"tenant ACLs|./internal/redisacl/"
-	"controller probe, guard, preflight, ACL, TLS|./controllers/ -run ^(TestStandalone|TestReplicated|TestSentinel|TestCluster|TestPreflight|TestConfigUnavailable|TestGuardReachesReplicas|TestClusterLockStoreACLIsolation|TestFenceFloor|TestTLS)$"
+	"controller probe, guard, preflight, ACL, TLS, functions|./controllers/ -run ^(TestStandalone|TestReplicated|TestSentinel|TestCluster|TestPreflight|TestConfigUnavailable|TestGuardReachesReplicas|TestClusterLockStoreACLIsolation|TestFenceFloor|TestTLS|TestAStoreLoadsTheLibraryAgainAfterARestartEmpty|TestAMixedVersionUpgradeToFunctionsOnly|TestAStoreWithoutFunctionsKeepsScripts|TestClusterLockStoreOnCluster)$"
 	"chaos (kills, pauses, failover, restart-empty, linearizability)|./test/chaos/ -run ^(TestHolderPausedPastItsTTL|TestMasterKilledBeforeReplicating|TestSentinelFailoverUnderLoad|TestFenceAfterRestartEmpty|TestLineHeadKilled|TestMaxConcurrent)$"
 )
 

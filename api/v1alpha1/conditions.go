@@ -45,6 +45,14 @@ const (
 	// (and, under isolation ACL, its Redis ACL user on every node).
 	ConditionTenantsProvisioned = "TenantsProvisioned"
 
+	// ConditionFunctionsLoaded (LockStore, ClusterLockStore) is True when
+	// every master of the store serves the protocol's Redis Functions
+	// library (status.endpoints[].libraries), which the controller loads
+	// where it is missing. It does not hold back Ready: pods run the same
+	// Lua as scripts where the library is missing, unless the store's
+	// tenants.scripts is FunctionsOnly (then they wait for it).
+	ConditionFunctionsLoaded = "FunctionsLoaded"
+
 	// ConditionStoreReady (DistributedLock on a store) mirrors the store's
 	// Ready condition as the lock sees it: found, allowed for the lock's
 	// namespace, Ready, and the credentials Secret provisioned.
@@ -212,6 +220,31 @@ const (
 	// SETUSER/DELUSER with the controller's credentials (no ACL rights, or
 	// a server older than 6.0), so tenants cannot be isolated.
 	ReasonACLUnavailable = "ACLUnavailable"
+
+	// ReasonLibraryLoaded (FunctionsLoaded True): every master serves the
+	// library. Also a Normal Event each time the controller loads it on a
+	// master that lacked it (a restart without persistence, a failover to
+	// a server without it, a new server or protocol version).
+	ReasonLibraryLoaded = "LibraryLoaded"
+
+	// ReasonFunctionsUnavailable (FunctionsLoaded False, and a Warning
+	// Event): a master does not serve the library. Either the server has no
+	// functions (older than Redis 7.0) or refuses FUNCTION to the
+	// controller's credentials (a managed service, an ACL without
+	// +function|list +function|load): then the store keeps scripts, and
+	// under tenants.scripts FunctionsOnly its tenants keep EVAL and EVALSHA
+	// until it does (upgrade the server, or grant controllerAuth FUNCTION
+	// LIST and LOAD). Or loading failed for a passing reason (READONLY
+	// during a failover, a timeout): the next probe loads it again, and
+	// FunctionsOnly tenants wait until then.
+	ReasonFunctionsUnavailable = "FunctionsUnavailable"
+
+	// ReasonMemoryNearLimit (Preflight False): a server's used_memory is
+	// at or above 90 % of its maxmemory. With noeviction, writes (and so
+	// acquisitions and renewals) fail with OOM once it is reached; ACLs
+	// cannot bound one tenant's share of it. Raise maxmemory, or find the
+	// keys that fill it.
+	ReasonMemoryNearLimit = "MemoryNearLimit"
 
 	// ReasonInlineLocksDisabled (Ready False): the manager runs with
 	// --allow-inline-locks=false; the lock must use a store (storeRef).

@@ -49,8 +49,29 @@ const (
 	IsolationNone Isolation = "None"
 )
 
+// TenantScripts says what Lua a store's tenant users may run.
+// +kubebuilder:validation:Enum=Scripts;FunctionsOnly
+type TenantScripts string
+
+const (
+	// TenantScriptsScripts lets tenants run the protocol's Lua as scripts
+	// (EVAL, EVALSHA) as well as call the library's functions (FCALL,
+	// FCALL_RO) where the servers have them: what pods of every release
+	// need. EVAL runs any Lua, so a tenant can stall the shared server.
+	TenantScriptsScripts TenantScripts = "Scripts"
+	// TenantScriptsFunctionsOnly lets tenants only call the functions of
+	// the library the controller loads (FCALL, FCALL_RO): no EVAL,
+	// EVALSHA, SCRIPT or FUNCTION. Pods must run a release that calls
+	// functions (docs/upgrading.md). Where the servers have no functions
+	// (older than Redis 7.0, FUNCTION forbidden) tenants keep scripts and
+	// the FunctionsLoaded condition says so.
+	TenantScriptsFunctionsOnly TenantScripts = "FunctionsOnly"
+)
+
 // TenantsSpec says which namespaces may use a ClusterLockStore and how
 // they are kept apart.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.scripts) || self.scripts != 'FunctionsOnly' || !has(self.isolation) || self.isolation == 'ACL'",fieldPath=".scripts",reason="FieldValueForbidden",message="scripts: FunctionsOnly restricts each namespace's Redis user: it needs isolation ACL (under None every namespace uses clientAuth)"
 type TenantsSpec struct {
 	// namespaceSelector selects the namespaces whose DistributedLocks may
 	// use the store. Absent ⇒ none; {} ⇒ every namespace.
@@ -63,6 +84,16 @@ type TenantsSpec struct {
 	// +optional
 	// +kubebuilder:default=ACL
 	Isolation Isolation `json:"isolation,omitempty"`
+
+	// scripts is what Lua the tenants' Redis users may run under isolation
+	// ACL: Scripts (EVAL and EVALSHA, and FCALL where the servers have
+	// functions) or FunctionsOnly (only FCALL and FCALL_RO of the library
+	// the controller loads on every master). Switch to FunctionsOnly once
+	// every pod using the store runs a release that calls functions.
+	// Default Scripts.
+	// +optional
+	// +kubebuilder:default=Scripts
+	Scripts TenantScripts `json:"scripts,omitempty"`
 }
 
 // LockStoreSpec describes one Redis deployment that DistributedLocks of its
@@ -152,7 +183,7 @@ type LockStoreStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Ready, EndpointsResolved, ReplicationGuarded or
-	// QuorumAvailable, Preflight, and TenantsProvisioned (ClusterLockStore).
+	// QuorumAvailable, Preflight, FunctionsLoaded, and TenantsProvisioned.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -271,4 +302,13 @@ func (s *ClusterLockStoreSpec) IsolationOrDefault() Isolation {
 		return IsolationACL
 	}
 	return s.Tenants.Isolation
+}
+
+// ScriptsOrDefault is tenants.scripts, or Scripts (the schema default)
+// when it is unset.
+func (t *TenantsSpec) ScriptsOrDefault() TenantScripts {
+	if t == nil || t.Scripts == "" {
+		return TenantScriptsScripts
+	}
+	return t.Scripts
 }

@@ -261,6 +261,11 @@ func TestStoresInvalidRefused(t *testing.T) {
 			"spec.clientAuth", aclAuth},
 		{kindCLS, "unknown isolation", obj{"redis": standalone(), "tenants": obj{"isolation": "Namespace"}},
 			"spec.tenants.isolation", `Unsupported value: "Namespace": supported values: "ACL", "None"`},
+		// FunctionsOnly restricts tenant users: only under ACL.
+		{kindCLS, "FunctionsOnly under isolation None", obj{"redis": standalone(), "tenants": obj{"isolation": "None", "scripts": "FunctionsOnly"}},
+			"spec.tenants.scripts", "scripts: FunctionsOnly restricts each namespace's Redis user: it needs isolation ACL (under None every namespace uses clientAuth)"},
+		{kindCLS, "unknown scripts", obj{"redis": standalone(), "tenants": obj{"scripts": "Lua"}},
+			"spec.tenants.scripts", `Unsupported value: "Lua": supported values: "Scripts", "FunctionsOnly"`},
 	}
 	for i, tc := range cases {
 		t.Run(tc.kind+": "+tc.name, func(t *testing.T) {
@@ -306,6 +311,8 @@ func TestStoresValidAccepted(t *testing.T) {
 		{kindCLS, "isolation None with clientAuth", obj{"redis": standalone(), "clientAuth": auth(inNS(authRef)),
 			"tenants": obj{"namespaceSelector": obj{}, "isolation": "None"}}},
 		{kindCLS, "isolation None without AUTH", obj{"redis": standalone(), "tenants": obj{"isolation": "None"}}},
+		{kindCLS, "FunctionsOnly under the default isolation", obj{"redis": standalone(), "tenants": obj{"namespaceSelector": obj{}, "scripts": "FunctionsOnly"}}},
+		{kindCLS, "Scripts under isolation None", obj{"redis": standalone(), "tenants": obj{"isolation": "None", "scripts": "Scripts"}}},
 		{kindCLS, "Standalone through a service", obj{"redis": serviceOn(inNS(svc))}},
 		{kindCLS, "Replicated with mutual TLS", obj{"redis": obj{"mode": "Replicated", "addresses": list("r-0:6380"),
 			"tls": obj{"enabled": true, "caSecretRef": inNS(ca), "clientCertSecretRef": inNS(cert), "serverName": "redis.redis.svc"}}, "safety": guard}},
@@ -332,7 +339,8 @@ func TestStoresValidAccepted(t *testing.T) {
 	}
 }
 
-// TestClusterLockStoreDefaults: tenants.isolation defaults to ACL; absent
+// TestClusterLockStoreDefaults: tenants.isolation defaults to ACL and
+// tenants.scripts to Scripts; absent
 // tenants stay absent (no namespace may use the store).
 func TestClusterLockStoreDefaults(t *testing.T) {
 	env := kubetest.Shared(t)
@@ -344,11 +352,11 @@ func TestClusterLockStoreDefaults(t *testing.T) {
 		want    *v1alpha1.TenantsSpec
 	}{
 		{"no tenants", nil, nil},
-		{"empty tenants", obj{}, &v1alpha1.TenantsSpec{Isolation: v1alpha1.IsolationACL}},
+		{"empty tenants", obj{}, &v1alpha1.TenantsSpec{Isolation: v1alpha1.IsolationACL, Scripts: v1alpha1.TenantScriptsScripts}},
 		{"selector only", obj{"namespaceSelector": obj{"matchLabels": obj{"team": "billing"}}},
-			&v1alpha1.TenantsSpec{Isolation: v1alpha1.IsolationACL,
+			&v1alpha1.TenantsSpec{Isolation: v1alpha1.IsolationACL, Scripts: v1alpha1.TenantScriptsScripts,
 				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "billing"}}}},
-		{"None", obj{"isolation": "None"}, &v1alpha1.TenantsSpec{Isolation: v1alpha1.IsolationNone}},
+		{"None", obj{"isolation": "None"}, &v1alpha1.TenantsSpec{Isolation: v1alpha1.IsolationNone, Scripts: v1alpha1.TenantScriptsScripts}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

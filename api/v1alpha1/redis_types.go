@@ -395,6 +395,16 @@ type EndpointStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Slots string `json:"slots,omitempty"`
 
+	// libraries are the redlease Redis Functions libraries a master of a
+	// store serves (FUNCTION LIST), e.g. [redlease_v3]; two during a
+	// rolling upgrade of the protocol. Empty on a master without them (see
+	// the store's FunctionsLoaded condition) and on replicas.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=64
+	Libraries []string `json:"libraries,omitempty"`
+
 	// lastError is the last probe error, empty when the probe succeeded.
 	// It carries Redis error replies and network error classes only, never
 	// bytes a non-Redis peer sent.

@@ -63,6 +63,18 @@ type ServerInfo struct {
 	ClusterEnabled bool
 	// ConnectedClients is connected_clients.
 	ConnectedClients int
+	// UsedMemory is used_memory and MaxMemory maxmemory, in bytes; 0
+	// MaxMemory is no limit.
+	UsedMemory, MaxMemory int64
+}
+
+// MemoryUsed is UsedMemory as a fraction of MaxMemory, and false when the
+// server has no limit.
+func (si ServerInfo) MemoryUsed() (float64, bool) {
+	if si.MaxMemory <= 0 {
+		return 0, false
+	}
+	return float64(si.UsedMemory) / float64(si.MaxMemory), true
 }
 
 // Probe sends PING and INFO (the default sections: server, clients, memory,
@@ -118,6 +130,8 @@ func ParseInfo(text string) ServerInfo {
 		MaxMemoryPolicy:  f["maxmemory_policy"],
 		ClusterEnabled:   f["cluster_enabled"] == "1",
 		ConnectedClients: atoi(f["connected_clients"]),
+		UsedMemory:       int64(atoi(f["used_memory"])),
+		MaxMemory:        int64(atoi(f["maxmemory"])),
 	}
 	switch {
 	case f["redis_mode"] == "sentinel":

@@ -46,7 +46,7 @@ func poolClient(t *testing.T, p *Pool, owner string, tg Target) *redis.Client {
 
 func TestParseInfo(t *testing.T) {
 	text := "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\nrun_id:abc\r\n" +
-		"# Clients\r\nconnected_clients:3\r\n# Memory\r\nmaxmemory_policy:allkeys-lru\r\n" +
+		"# Clients\r\nconnected_clients:3\r\n# Memory\r\nused_memory:950\r\nmaxmemory:1000\r\nmaxmemory_policy:allkeys-lru\r\n" +
 		"# Persistence\r\naof_enabled:1\r\n# Replication\r\nrole:master\r\nconnected_slaves:2\r\n" +
 		"slave0:ip=10.0.0.2,port=6379,state=online,offset=10,lag=0\r\n" +
 		"slave1:ip=fd00::3,port=6380,state=wait_bgsave,offset=0,lag=4\r\n" +
@@ -56,9 +56,16 @@ func TestParseInfo(t *testing.T) {
 		Role: RoleMaster, Version: "7.0.15", Server: "redis 7.0.15", RunID: "abc", ReplID: "r1", ConnectedReplicas: 2,
 		Replicas:   []Replica{{Addr: "10.0.0.2:6379", Online: true}, {Addr: "[fd00::3]:6380", Lag: 4}},
 		AOFEnabled: true, MaxMemoryPolicy: "allkeys-lru", ConnectedClients: 3,
+		UsedMemory: 950, MaxMemory: 1000,
 	}
 	if !equalInfo(si, want) {
 		t.Errorf("ParseInfo = %+v\nwant %+v", si, want)
+	}
+	if used, ok := si.MemoryUsed(); !ok || used != 0.95 {
+		t.Errorf("MemoryUsed = %v, %t; want 0.95, true", used, ok)
+	}
+	if _, ok := ParseInfo("used_memory:950\nmaxmemory:0\n").MemoryUsed(); ok {
+		t.Error("MemoryUsed reports a fraction of no limit (maxmemory 0)")
 	}
 	rep := ParseInfo("role:slave\nmaster_host:10.0.0.1\nmaster_port:6379\nmaster_link_status:up\n")
 	if rep.Role != RoleReplica || rep.MasterAddr != "10.0.0.1:6379" || !rep.MasterLinkUp {

@@ -1,9 +1,13 @@
 package lock_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -311,7 +315,10 @@ func BenchmarkSemaphoreHandoff(b *testing.B) {
 
 // Uncontended acquire+release with fencing, the Lua run as scripts
 // (EVALSHA) and as the library's functions (FCALL), side by side on one
-// server: the function library costs what the scripts cost.
+// server: the function library costs what the scripts cost. Besides ns/op
+// it reports per cycle (an acquisition and its release) the median
+// latency, this process's CPU and redis-server's CPU (/proc/<pid>/stat, 10
+// ms ticks: run with -benchtime 5s or more).
 func BenchmarkFunctionsAgainstScripts(b *testing.B) {
 	srv := redistest.StartStandalone(b)
 	client := srv.Client(b)
@@ -329,7 +336,10 @@ func BenchmarkFunctionsAgainstScripts(b *testing.B) {
 		}
 		b.Run(tt.name, func(b *testing.B) {
 			b.ReportAllocs()
+			var took []time.Duration
+			client, server := cpuTime(b), processCPU(b, srv.PID())
 			for b.Loop() {
+				start := time.Now()
 				lease, err := l.TryAcquire(ctx, "bench-"+tt.name)
 				if err != nil {
 					b.Fatal(err)
@@ -337,7 +347,14 @@ func BenchmarkFunctionsAgainstScripts(b *testing.B) {
 				if err := lease.Release(ctx); err != nil {
 					b.Fatal(err)
 				}
+				took = append(took, time.Since(start))
 			}
+			b.StopTimer()
+			n := float64(len(took))
+			b.ReportMetric(float64(processCPU(b, srv.PID())-server)/n/1e3, "server-us/cycle")
+			b.ReportMetric(float64(cpuTime(b)-client)/n/1e3, "client-us/cycle")
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2])/1e3, "p50-us/cycle")
 		})
 		if err := l.Close(); err != nil {
 			b.Fatal(err)
@@ -367,6 +384,28 @@ func BenchmarkHeldOnCluster(b *testing.B) {
 		time.Sleep(3 * time.Second)
 		b.ReportMetric(100*float64(cpuTime(b)-start)/float64(time.Since(wall)), "%core")
 	}
+}
+
+// processCPU is process pid's user and system CPU time, from
+// /proc/<pid>/stat (in clock ticks of 10 ms, Linux's USER_HZ).
+func processCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name, which ends with the last ')':
+	// state is the first, utime and stime the 12th and 13th.
+	_, rest, _ := strings.Cut(string(raw[bytes.LastIndexByte(raw, ')'):]), " ")
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		b.Fatalf("/proc/%d/stat: %d fields after the name", pid, len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // cpuTime is this process's user and system CPU time.
