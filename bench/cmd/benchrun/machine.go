@@ -24,7 +24,7 @@ type machine struct {
 	// 8.0.1"), ServerBinary the program that ran it.
 	Server       string
 	ServerBinary string
-	LoadStart  string
+	LoadStart    string
 	// Round trips to Redis (PING), back to back and after an idle
 	// millisecond: a virtual machine whose cores sleep when idle pays the
 	// difference on every round trip that follows a wait, which event-driven
