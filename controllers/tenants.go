@@ -95,7 +95,7 @@ func (s *StoreReconciler) provisionTenants(ctx context.Context, rd *round, so st
 
 // aclWhatToDo is what a user can do about ACLs the server refuses: on a
 // managed service, which forbids ACL, only the second.
-const aclWhatToDo = "grant the controllerAuth user ACL SETUSER, ACL DELUSER and ACL USERS, or use a ClusterLockStore with tenants.isolation: None, whose namespaces share clientAuth (isolation is immutable: a new store)"
+const aclWhatToDo = "grant the controllerAuth user ACL SETUSER, ACL DELUSER and ACL USERS (lockctl controller-user prints the line), or use a ClusterLockStore with tenants.isolation: None, whose namespaces share clientAuth (isolation is immutable: a new store)"
 
 func tenantFailureReason(err error) string {
 	if errors.Is(err, redisacl.ErrACLUnavailable) {

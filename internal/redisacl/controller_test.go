@@ -52,7 +52,7 @@ func TestControllerSetUser(t *testing.T) {
 			}
 			// As a user pastes it: redis-cli, its words as arguments.
 			args := append([]string{"-p", strconv.Itoa(s.Port())}, strings.Fields(line)...)
-			out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput()
+			out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput() //nolint:gosec // G204: redis-cli with the line under test, as a user would run it
 			if err != nil || strings.TrimSpace(string(out)) != "OK" {
 				t.Fatalf("redis-cli %s: %v: %s", line, err, out)
 			}
