@@ -2,6 +2,9 @@ package bench
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +92,29 @@ func TestScenariosSmoke(t *testing.T) {
 		if r.Lost != 0 || r.Scripts == 0 {
 			t.Errorf("%s: lost %d, renewal scripts %d", hd.Name, r.Lost, r.Scripts)
 		}
+	}
+}
+
+// TestStartServerRunsTheNamedBinary: REDLEASE_REDIS_SERVER picks the
+// server binary; a name that is not there fails, naming the variable,
+// instead of silently benchmarking the redis-server on PATH.
+func TestStartServerRunsTheNamedBinary(t *testing.T) {
+	onPath, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(ServerEnv, onPath)
+	s, err := StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	t.Setenv(ServerEnv, filepath.Join(t.TempDir(), "redis-server"))
+	if s, err := StartServer(); err == nil || !strings.Contains(err.Error(), ServerEnv) {
+		if s != nil {
+			s.Close()
+		}
+		t.Errorf("StartServer with a missing binary: %v, want an error naming %s", err, ServerEnv)
 	}
 }

@@ -28,12 +28,31 @@ type Server struct {
 	once sync.Once
 }
 
-// StartServer starts a redis-server and waits until it answers PING. A start
-// that loses its port to another process is retried on a new port.
-func StartServer() (*Server, error) {
-	bin, err := exec.LookPath("redis-server")
+// ServerEnv names the server binary to benchmark (a path to a
+// redis-server, or Valkey's); unset, the redis-server on PATH.
+const ServerEnv = "REDLEASE_REDIS_SERVER"
+
+// ServerBinary is the redis-server StartServer runs: $REDLEASE_REDIS_SERVER,
+// else redis-server from PATH.
+func ServerBinary() (string, error) {
+	name := "redis-server"
+	if v := os.Getenv(ServerEnv); v != "" {
+		name = v
+	}
+	bin, err := exec.LookPath(name)
 	if err != nil {
-		return nil, fmt.Errorf("bench: redis-server not found on PATH (make redis installs it): %w", err)
+		return "", fmt.Errorf("bench: %s not found (set %s to a redis-server, or make redis installs Debian's): %w", name, ServerEnv, err)
+	}
+	return bin, nil
+}
+
+// StartServer starts a redis-server (ServerBinary) and waits until it
+// answers PING. A start that loses its port to another process is retried
+// on a new port.
+func StartServer() (*Server, error) {
+	bin, err := ServerBinary()
+	if err != nil {
+		return nil, err
 	}
 	var lastErr error
 	for range 5 {

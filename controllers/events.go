@@ -12,10 +12,11 @@ import (
 
 // emitTransitions records Events on obj (a lock or a store) for what
 // changed between the old and new conditions: Ready becoming False (or
-// changing its reason while False) or True again (not the first time), Preflight becoming False, a
-// SettingsConflict appearing, FunctionsLoaded or TenantsProvisioned
-// becoming False, the master moving. Idle reconciles emit
-// nothing. Notes are condition messages, which never contain a lock value.
+// changing its reason while False) or True again (not the first time),
+// Preflight becoming False or ConfigUnavailable (a check it could not
+// make), a SettingsConflict appearing, FunctionsLoaded or
+// TenantsProvisioned becoming False, the master moving. Idle reconciles
+// emit nothing. Notes are condition messages, which never contain a lock value.
 func (r *DistributedLockReconciler) emitTransitions(obj runtime.Object, conds, old []metav1.Condition, oldMaster, master string) {
 	if c, changed := transition(old, conds, v1alpha1.ConditionReady); changed && (c.Status != metav1.ConditionTrue || meta.FindStatusCondition(old, v1alpha1.ConditionReady) != nil) {
 		// The first Ready is routine and gets no Event: 10,000 locks
@@ -26,7 +27,7 @@ func (r *DistributedLockReconciler) emitTransitions(obj runtime.Object, conds, o
 			r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "Probe", "Not ready: %s", c.Message)
 		}
 	}
-	if c, changed := transition(old, conds, v1alpha1.ConditionPreflight); changed && c.Status == metav1.ConditionFalse {
+	if c, changed := transition(old, conds, v1alpha1.ConditionPreflight); changed && (c.Status == metav1.ConditionFalse || c.Reason == v1alpha1.ReasonConfigUnavailable) {
 		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "Preflight", "%s", c.Message)
 	}
 	if c, changed := transition(old, conds, v1alpha1.ConditionReplicationGuarded); changed && c.Reason == v1alpha1.ReasonSettingsConflict {

@@ -263,9 +263,13 @@ func readConfig(ctx context.Context, m *endpoint) (redisprobe.ServerConfig, erro
 	return m.config, m.configErr
 }
 
+// configWhatToDo is what a user can do about a guard CONFIG refuses: on
+// a managed service, which forbids CONFIG, only the first.
+const configWhatToDo = "set spec.safety.minReplicasToWrite to 0 (waitForReplicas needs no CONFIG), or allow CONFIG GET (and CONFIG SET with manageReplicaSettings) for the controller's user"
+
 func configFailure(m *endpoint, err error) (string, string) {
 	if errors.Is(err, redisprobe.ErrConfigUnavailable) || redisprobe.IsConfigUnavailable(err) {
-		return v1alpha1.ReasonConfigUnavailable, fmt.Sprintf("%s: CONFIG is disabled, renamed or denied (%s): the replica guard cannot be read or applied", m.addr, redisprobe.StatusText(err))
+		return v1alpha1.ReasonConfigUnavailable, fmt.Sprintf("%s: CONFIG is disabled, renamed or denied (%s): the replica guard cannot be read or applied; %s", m.addr, redisprobe.StatusText(err), configWhatToDo)
 	}
 	return v1alpha1.ReasonConfigUnavailable, fmt.Sprintf("%s: reading or applying the replica guard failed: %s", m.addr, redisprobe.StatusText(err))
 }

@@ -69,6 +69,9 @@ func (s *StoreReconciler) provisionTenants(ctx context.Context, rd *round, so st
 			keep[protocol.TenantUsername(string(so.spec.uid), ns.name)] = true
 		}
 		for _, e := range s.pruneUsers(ctx, rd, keep) {
+			if reason == "" || errors.Is(e, redisacl.ErrACLUnavailable) {
+				reason = tenantFailureReason(e)
+			}
 			problems = append(problems, errorText(e))
 		}
 	}
@@ -77,6 +80,9 @@ func (s *StoreReconciler) provisionTenants(ctx context.Context, rd *round, so st
 	}
 	rd.tenantCount = provisioned
 	switch {
+	case len(problems) > 0 && reason == v1alpha1.ReasonACLUnavailable:
+		rd.tenants = result(metav1.ConditionFalse, reason,
+			fmt.Sprintf("%d of %d namespace(s) provisioned: %s; %s", provisioned, len(tenants), joinList(problems), aclWhatToDo))
 	case len(problems) > 0:
 		rd.tenants = result(metav1.ConditionFalse, firstNonEmpty(reason, v1alpha1.ReasonCredentialsNotProvisioned),
 			fmt.Sprintf("%d of %d namespace(s) provisioned: %s", provisioned, len(tenants), joinList(problems)))
@@ -90,6 +96,10 @@ func (s *StoreReconciler) provisionTenants(ctx context.Context, rd *round, so st
 		rd.tenants = result(metav1.ConditionTrue, v1alpha1.ReasonTenantsProvisioned, fmt.Sprintf("%d namespace(s) provisioned", provisioned))
 	}
 }
+
+// aclWhatToDo is what a user can do about ACLs the server refuses: on a
+// managed service, which forbids ACL, only the second.
+const aclWhatToDo = "grant the controllerAuth user ACL SETUSER, ACL DELUSER and ACL USERS (lockctl controller-user prints the line), or use a ClusterLockStore with tenants.isolation: None, whose namespaces share clientAuth (isolation is immutable: a new store)"
 
 func tenantFailureReason(err error) string {
 	if errors.Is(err, redisacl.ErrACLUnavailable) {

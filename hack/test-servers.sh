@@ -20,6 +20,7 @@ suites=(
 	"election|./pkg/election/"
 	"tenant ACLs|./internal/redisacl/"
 	"controller probe, guard, preflight, ACL, TLS, functions|./controllers/ -run ^(TestStandalone|TestReplicated|TestSentinel|TestCluster|TestPreflight|TestConfigUnavailable|TestGuardReachesReplicas|TestClusterLockStoreACLIsolation|TestFenceFloor|TestTLS|TestAStoreLoadsTheLibraryAgainAfterARestartEmpty|TestAMixedVersionUpgradeToFunctionsOnly|TestAStoreWithoutFunctionsKeepsScripts|TestClusterLockStoreOnCluster)$"
+	"servers that forbid administration (CONFIG, ACL, DEBUG, MONITOR renamed)|./controllers/ ./internal/redisacl/ ./internal/redistest/ -run ^(TestAdminForbidden|TestACLUnavailable|TestOptions)$"
 	"chaos (kills, pauses, failover, restart-empty, linearizability)|./test/chaos/ -run ^(TestHolderPausedPastItsTTL|TestMasterKilledBeforeReplicating|TestSentinelFailoverUnderLoad|TestFenceAfterRestartEmpty|TestLineHeadKilled|TestMaxConcurrent)$"
 )
 

@@ -115,9 +115,10 @@ const (
 	// waitForReplicas need; writes (and so acquires) will fail.
 	ReasonReplicasInsufficient = "ReplicasInsufficient"
 
-	// ReasonConfigUnavailable (ReplicationGuarded or Preflight False): CONFIG
-	// GET/SET is disabled, renamed or denied by ACL, so the settings cannot
-	// be read or applied.
+	// ReasonConfigUnavailable (ReplicationGuarded False, Preflight
+	// Unknown): CONFIG GET/SET is disabled, renamed or denied by ACL (as
+	// managed services do), so the settings cannot be read or applied; the
+	// message says what to do instead.
 	ReasonConfigUnavailable = "ConfigUnavailable"
 
 	// ReasonSettingsConflict (ReplicationGuarded, and a Warning Event):

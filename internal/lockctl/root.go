@@ -37,7 +37,7 @@ command's own exit code (128+N when killed by signal N).`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exit(ExitUsage, err) })
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(stderr), newStatusCommand(stdout), newAcquireCommand(stdout), newInstallCommand(stdout), newCheckCommand(stdout), newRBACCommand(stdout), newVersionCommand(stdout))
+	root.AddCommand(newRunCommand(stderr), newStatusCommand(stdout), newAcquireCommand(stdout), newInstallCommand(stdout), newCheckCommand(stdout), newRBACCommand(stdout), newVersionCommand(stdout), newControllerUserCommand(stdout))
 	return root
 }
 

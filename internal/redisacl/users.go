@@ -150,8 +150,32 @@ func classify(err error) error {
 	msg := strings.ToLower(reply.Error())
 	for _, unavailable := range []string{"noperm", "err unknown command", "err unknown subcommand", "err error in acl setuser modifier"} {
 		if strings.HasPrefix(msg, unavailable) {
-			return fmt.Errorf("%w: %w", ErrACLUnavailable, err)
+			return fmt.Errorf("%w: %w", ErrACLUnavailable, withoutArgs{err})
 		}
 	}
-	return err
+	return withoutArgs{err}
 }
+
+// argsEcho is where Redis and Valkey start quoting a refused command's
+// arguments ("ERR unknown command 'acl', with args beginning with: ...").
+const argsEcho = ", with args beginning with"
+
+// withoutArgs is a reply without the arguments a server echoes: ACL
+// SETUSER's carry a password hash, which must stay out of error texts and
+// so out of status (where a new hash on each attempt would also rewrite
+// the status on every reconcile). A modifier echoed in "Error in ACL
+// SETUSER modifier" is cut for the same reason.
+type withoutArgs struct{ err error }
+
+func (w withoutArgs) Error() string {
+	s := w.err.Error()
+	if i := strings.Index(s, argsEcho); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.Index(s, "modifier '"); i >= 0 {
+		s = s[:i+len("modifier")]
+	}
+	return s
+}
+
+func (w withoutArgs) Unwrap() error { return w.err }

@@ -54,10 +54,15 @@ func StatusText(err error) string {
 	return networkText(err)
 }
 
-// replyText is a Redis error reply made safe for status: valid UTF-8, no
-// control or format characters (newlines, escapes, bidi overrides), spaces
-// collapsed, at most maxReplyText bytes.
+// replyText is a Redis error reply made safe for status: without the
+// arguments an "unknown command" reply echoes (a command's values are no
+// business of the status, and would make its text change with them),
+// valid UTF-8, no control or format characters (newlines, escapes, bidi
+// overrides), spaces collapsed, at most maxReplyText bytes.
 func replyText(s string) string {
+	if i := strings.Index(s, ", with args beginning with"); i >= 0 {
+		s = s[:i]
+	}
 	s = strings.ToValidUTF8(s, "?")
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {

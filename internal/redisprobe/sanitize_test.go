@@ -43,6 +43,7 @@ func TestStatusText(t *testing.T) {
 		{"reply with control characters", reply("LOADING Redis is\r\nloading\x1b[31m\u202e the dataset"), "LOADING Redis is loading [31m the dataset"},
 		{"long reply", reply(long), long[:200] + "…"},
 		{"reply with invalid UTF-8", reply("ERR \xff\xfe"), "ERR ?"},
+		{"reply echoing the arguments", reply("ERR unknown command 'config', with args beginning with: 'set' 'min-replicas-to-write' '1' "), "ERR unknown command 'config'"},
 		{"reply under ErrConfigUnavailable", fmt.Errorf("%w: CONFIG GET: %w", ErrConfigUnavailable, reply("ERR unknown command 'CONFIG'")), "ERR unknown command 'CONFIG'"},
 		{"address not allowed", fmt.Errorf("%w: 10.1.2.3:6379", ErrAddressNotAllowed), "address not allowed (outside --allowed-redis-cidrs)"},
 		{"unknown master", fmt.Errorf("%w %q", ErrUnknownMaster, "mymaster"), "sentinel does not know the master"},

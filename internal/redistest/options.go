@@ -45,6 +45,23 @@ func WithConfig(args ...string) Option {
 	return func(c *config) { c.extra = append(c.extra, args...) }
 }
 
+// AdminCommands are the commands WithAdminForbidden renames away: those
+// managed services (ElastiCache, Memorystore, Azure Cache, Redis Cloud)
+// rename, disable or deny to their customers.
+var AdminCommands = []string{"CONFIG", "ACL", "DEBUG", "MONITOR"}
+
+// WithAdminForbidden starts data servers as a managed service runs them:
+// AdminCommands renamed to "" (rename-command NAME ""), so they answer
+// "ERR unknown command". Sentinels keep them. It is WithConfig with
+// those directives, and so comes after WithDebugCommand, which it undoes.
+func WithAdminForbidden() Option {
+	return func(c *config) {
+		for _, cmd := range AdminCommands {
+			c.extra = append(c.extra, "--rename-command", cmd, `""`)
+		}
+	}
+}
+
 // WithClusterReplicas gives every master of StartCluster n replicas
 // (redis-cli --cluster-replicas n). Other topologies ignore it.
 func WithClusterReplicas(n int) Option {

@@ -60,6 +60,24 @@ func TestOptions(t *testing.T) {
 			},
 		},
 		{
+			name: "WithAdminForbidden disables CONFIG, ACL, DEBUG and MONITOR, not the rest",
+			opts: []Option{WithDebugCommand(), WithAdminForbidden()},
+			check: func(ctx context.Context, t *testing.T, s *Server) {
+				c := s.Client(t)
+				for _, cmd := range [][]any{{"CONFIG", "GET", "maxmemory"}, {"ACL", "WHOAMI"}, {"DEBUG", "SLEEP", "0"}, {"MONITOR"}} {
+					if err := c.Do(ctx, cmd...).Err(); err == nil || !strings.Contains(err.Error(), "unknown command") {
+						t.Errorf("%v: %v; want unknown command", cmd, err)
+					}
+				}
+				if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+					t.Errorf("SET: %v", err)
+				}
+				if err := c.Info(ctx, "memory").Err(); err != nil {
+					t.Errorf("INFO: %v", err)
+				}
+			},
+		},
+		{
 			name: "WithDebugCommand enables DEBUG",
 			opts: []Option{WithDebugCommand()},
 			check: func(ctx context.Context, t *testing.T, s *Server) {

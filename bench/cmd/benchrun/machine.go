@@ -20,8 +20,11 @@ type machine struct {
 	GOMAXPROCS int
 	Kernel     string
 	Go         string
-	Redis      string
-	LoadStart  string
+	// Server is the server's name and version from INFO ("valkey
+	// 8.0.1"), ServerBinary the program that ran it.
+	Server       string
+	ServerBinary string
+	LoadStart    string
 	// Round trips to Redis (PING), back to back and after an idle
 	// millisecond: a virtual machine whose cores sleep when idle pays the
 	// difference on every round trip that follows a wait, which event-driven
@@ -105,10 +108,16 @@ func pings(ctx context.Context, c *redis.Client, idle time.Duration) (busy, afte
 	return busy, afterIdle, err
 }
 
-func redisVersion(ctx context.Context, srv *bench.Server, c *redis.Client) string {
+// serverName is the server's name and version as INFO gives them:
+// "valkey 8.0.1" (Valkey reports server_name and valkey_version beside a
+// frozen redis_version), else "redis 7.0.15".
+func serverName(ctx context.Context, srv *bench.Server, c *redis.Client) string {
 	info, err := srv.Info(ctx, c, "server")
 	if err != nil {
 		return "unknown"
 	}
-	return info["redis_version"]
+	if name := info["server_name"]; name != "" && info[name+"_version"] != "" {
+		return name + " " + info[name+"_version"]
+	}
+	return "redis " + info["redis_version"]
 }

@@ -8,8 +8,13 @@
 //	cd bench && go run ./cmd/benchrun -quick     # seconds
 //	cd bench && go run ./cmd/benchrun -plots ../docs -report /tmp/bench.md
 //
-// It starts its own redis-server processes on 127.0.0.1 (redis-server must
-// be on PATH) and kills them when it ends.
+// It starts its own redis-server processes on 127.0.0.1 and kills them
+// when it ends: the redis-server on PATH, or the binary
+// REDLEASE_REDIS_SERVER names. Several, comma-separated, run every chosen
+// scenario on each server in turn and report them side by side first:
+//
+//	REDLEASE_REDIS_SERVER=/usr/bin/redis-server,$HOME/.cache/redlease/servers/valkey-8.0.1/bin/redis-server \
+//	  go run ./cmd/benchrun -quick -only uncontended,processes
 package main
 
 import (
@@ -113,7 +118,7 @@ func main() {
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := profiled(*cpuProf, func() error { return run(ctx, s, *plots, *report) })
+	err := profiled(*cpuProf, func() error { return runAll(ctx, s, *plots, *report) })
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrun:", err)
@@ -206,18 +211,73 @@ func (c *counter) measure(ctx context.Context, f func() (bench.Run, error)) (ben
 	return r, l, nil
 }
 
-func run(ctx context.Context, s settings, plotDir, reportPath string) error {
+// runAll runs the scenarios on each server $REDLEASE_REDIS_SERVER names
+// (comma-separated; unset: redis-server from PATH), one after the other,
+// and prints one report: with several servers, a comparison of them first
+// (as ratios), then each server's full report.
+func runAll(ctx context.Context, s settings, plotDir, reportPath string) error {
+	servers := strings.Split(os.Getenv(bench.ServerEnv), ",")
+	var all []*results
+	for _, bin := range servers {
+		// bench.StartServer, here and in the Redlock scenario, starts
+		// what the variable names: one server at a time.
+		if err := os.Setenv(bench.ServerEnv, strings.TrimSpace(bin)); err != nil {
+			return err
+		}
+		res, err := run(ctx, s)
+		if err != nil {
+			return err
+		}
+		all = append(all, res)
+	}
+	var md string
+	if len(all) == 1 {
+		md = renderReport(all[0])
+	} else {
+		md = renderComparison(all)
+		for _, res := range all {
+			md += renderReport(res)
+		}
+	}
+	fmt.Print(md)
+	if reportPath != "" {
+		if err := os.WriteFile(reportPath, []byte(md), 0o644); err != nil { //nolint:gosec // G306: a report for people to read (docs/), with the mode of the repository's other files
+			return err
+		}
+	}
+	if plotDir != "" {
+		if len(all) > 1 {
+			return errors.New("-plots takes one server: plots compare libraries, not servers")
+		}
+		files, err := writePlots(all[0], plotDir)
+		if err != nil {
+			return fmt.Errorf("plots: %w", err)
+		}
+		for _, f := range files {
+			fmt.Fprintln(os.Stderr, "wrote", filepath.Clean(f))
+		}
+	}
+	return nil
+}
+
+// run measures the chosen scenarios on one server (bench.ServerBinary).
+func run(ctx context.Context, s settings) (*results, error) {
 	res := &results{settings: s, started: time.Now(), machine: describeMachine()}
+	bin, err := bench.ServerBinary()
+	if err != nil {
+		return nil, err
+	}
 	srv, err := bench.StartServer()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer srv.Close()
 	admin := srv.Client(2)
 	defer func() { _ = admin.Close() }()
-	res.machine.Redis = redisVersion(ctx, srv, admin)
+	res.machine.Server, res.machine.ServerBinary = serverName(ctx, srv, admin), bin
+	progress("server: %s (%s)", res.machine.Server, bin)
 	if res.machine.PingBusy, res.machine.PingIdle, err = pings(ctx, admin, s.hold); err != nil {
-		return err
+		return nil, err
 	}
 
 	var clients []*redis.Client
@@ -236,49 +296,32 @@ func run(ctx context.Context, s settings, plotDir, reportPath string) error {
 	defer cnt.close()
 	if s.scenarios[scUncontended] {
 		if res.uncontended, err = runUncontended(ctx, s, cnt, client); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if s.scenarios[scHandoff] {
 		if res.handoff, err = runHandoff(ctx, s, cnt, client); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if s.scenarios[scProcesses] {
 		if res.processes, err = runProcesses(ctx, s, cnt, srv.Addr); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if s.scenarios[scRedlock] {
 		if res.redlock, err = runRedlock(ctx, s); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if s.scenarios[scHeld] {
 		if res.held, err = runHeld(ctx, s, srv, admin, client); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	res.elapsed = time.Since(res.started)
 	res.loadEnd = loadAverage()
-
-	md := renderReport(res)
-	fmt.Print(md)
-	if reportPath != "" {
-		if err := os.WriteFile(reportPath, []byte(md), 0o644); err != nil { //nolint:gosec // G306: a report for people to read (docs/), with the mode of the repository's other files
-			return err
-		}
-	}
-	if plotDir != "" {
-		files, err := writePlots(res, plotDir)
-		if err != nil {
-			return fmt.Errorf("plots: %w", err)
-		}
-		for _, f := range files {
-			fmt.Fprintln(os.Stderr, "wrote", filepath.Clean(f))
-		}
-	}
-	return nil
+	return res, nil
 }
 
 func progress(format string, args ...any) {

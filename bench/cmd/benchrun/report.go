@@ -99,9 +99,9 @@ func renderReport(res *results) string {
 	if s.quick {
 		mode = "quick (-quick): short windows, numbers are rough"
 	}
-	fmt.Fprintf(&b, "## Run of %s\n\n", res.started.UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "## Run of %s on %s\n\n", res.started.UTC().Format("2006-01-02 15:04 MST"), m.Server)
 	fmt.Fprintf(&b, "- Machine: %s, %d cores (GOMAXPROCS %d), %s\n", m.CPU, m.Cores, m.GOMAXPROCS, m.Kernel)
-	fmt.Fprintf(&b, "- Go %s; Redis %s (redis-server on 127.0.0.1, `--save \"\" --appendonly no`, one server for every library)\n", m.Go, m.Redis)
+	fmt.Fprintf(&b, "- Go %s; server %s (`%s` on 127.0.0.1, `--save \"\" --appendonly no`, one server for every library)\n", m.Go, m.Server, m.ServerBinary)
 	fmt.Fprintf(&b, "- Libraries: redlease (this tree), redsync %s, redislock %s, all on go-redis %s with pool size %d\n",
 		m.Versions["github.com/go-redsync/redsync/v4"], m.Versions["github.com/bsm/redislock"], m.Versions["github.com/redis/go-redis/v9"], s.poolSize)
 	fmt.Fprintf(&b, "- Round trip to Redis (PING) p50: %v back to back, %v after %v idle (p99 %v and %v): the wake-up of an idle core, paid by every round trip that follows a wait\n",
