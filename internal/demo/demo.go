@@ -60,6 +60,12 @@ func Main(args []string) int {
 			ns, lk := fs.String("namespace", "", ""), fs.String("lock", "", "")
 			_ = fs.Parse(args[1:])
 			return runLeader(*ns, *lk)
+		case "intrude":
+			fs := flag.NewFlagSet("intrude", flag.ExitOnError)
+			ns, lk, other := fs.String("namespace", "", ""), fs.String("lock", "", ""), fs.String("other", "", "another tenant's key")
+			otherNS, secret := fs.String("other-namespace", "", ""), fs.String("secret", "", "the credentials Secret's name there")
+			_ = fs.Parse(args[1:])
+			return runIntrude(*ns, *lk, *other, *otherNS, *secret)
 		case "write-once":
 			fs := flag.NewFlagSet("write-once", flag.ExitOnError)
 			name, store, ns := fs.String("name", "", ""), fs.String("store", "", ""), fs.String("namespace", "", "")

@@ -140,6 +140,18 @@ func command(t *testing.T, name string, args ...string) string {
 	return commandIn(t, "", name, args...)
 }
 
+// kubectlErr is kubectl that returns its error instead of failing t, with
+// its combined output.
+func kubectlErr(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "kubectl"), args...) //nolint:gosec // G204: the clone's kubectl
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
 func kubectl(t *testing.T, args ...string) string {
 	t.Helper()
 	return command(t, filepath.Join(root, "bin", "kubectl"), args...)
