@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 const (
@@ -22,25 +24,16 @@ const (
 
 var haTenants = []string{"ha-a", "ha-b"}
 
-// sentinelManifest is Redis as users run it with Sentinel, from the image
+// redisHAManifest is Redis as users run it with Sentinel, from the image
 // assembled from Debian's redis-server: a StatefulSet of three servers
-// (redis-0 starts as the master, the others replicate it through the
-// Service redis-seed; append-only file fsynced on every write, so a
-// restarted container keeps its data) and three Sentinels behind the
-// Service redis-sentinel (a failover 2 s after the master stops
-// answering). There is no cluster DNS: each finds redis-0 from the
-// Service's environment variables.
-func sentinelManifest(t *testing.T) string {
+// (append-only file fsynced on every write, so that a restarted container
+// keeps its data; which is the master is set afterwards, as an operator's
+// bootstrap would: there is no cluster DNS to name it in advance) and the
+// Service the Sentinels will be reached through.
+func redisHAManifest(t *testing.T) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Namespace
 metadata: {name: %[1]s}
----
-apiVersion: v1
-kind: Service
-metadata: {name: redis-seed, namespace: %[1]s}
-spec:
-  selector: {statefulset.kubernetes.io/pod-name: redis-0}
-  ports: [{name: redis, port: 6379, targetPort: 6379}]
 ---
 apiVersion: v1
 kind: Service
@@ -55,6 +48,7 @@ metadata: {name: redis, namespace: %[1]s}
 spec:
   serviceName: redis
   replicas: 3
+  podManagementPolicy: Parallel
   selector: {matchLabels: {app: redis}}
   template:
     metadata: {labels: {app: redis}}
@@ -65,20 +59,21 @@ spec:
       - name: redis
         image: %[2]s
         imagePullPolicy: Never
-        command:
-        - /bin/sh
-        - -c
-        - |
-          set -- --port 6379 --protected-mode no --dir /data --appendonly yes --appendfsync always --save ""
-          [ "$HOSTNAME" = redis-0 ] || set -- "$@" --replicaof "$REDIS_SEED_SERVICE_HOST" 6379
-          exec /redis-server "$@"
+        args: ["--port", "6379", "--protected-mode", "no", "--dir", "/data", "--appendonly", "yes", "--appendfsync", "always", "--save", ""]
         ports: [{name: redis, containerPort: 6379}]
         readinessProbe: {tcpSocket: {port: redis}, periodSeconds: 1}
         securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: ["ALL"]}}
         volumeMounts: [{name: data, mountPath: /data}]
       volumes: [{name: data, emptyDir: {}}]
----
-apiVersion: apps/v1
+`, haNS, env(t, "REDIS_IMAGE"))
+}
+
+// sentinelManifest is three Sentinels (a StatefulSet behind the Service
+// redis-sentinel) monitoring the master at address master (a pod IP), with
+// a failover 2 s after it stops answering. A Sentinel rewrites its config
+// file: the image's /bin/sh makes an empty one in an emptyDir.
+func sentinelManifest(t *testing.T, master string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: sentinel, namespace: %[1]s}
 spec:
@@ -101,14 +96,14 @@ spec:
         - |
           : > /data/sentinel.conf
           exec /redis-server /data/sentinel.conf --sentinel --port 26379 --protected-mode no \
-            --sentinel monitor %[3]s "$REDIS_SEED_SERVICE_HOST" 6379 2 \
+            --sentinel monitor %[3]s %[4]s 6379 2 \
             --sentinel down-after-milliseconds %[3]s 2000 --sentinel failover-timeout %[3]s 10000
         ports: [{name: sentinel, containerPort: 26379}]
         readinessProbe: {tcpSocket: {port: sentinel}, periodSeconds: 1}
         securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: ["ALL"]}}
         volumeMounts: [{name: data, mountPath: /data}]
       volumes: [{name: data, emptyDir: {}}]
-`, haNS, env(t, "REDIS_IMAGE"), haMaster)
+`, haNS, env(t, "REDIS_IMAGE"), haMaster, master)
 }
 
 // haStoreManifest is a ClusterLockStore on the Sentinels (addressed by
@@ -201,8 +196,11 @@ spec:
 // and the API server refuses it the other tenant's credentials Secret.
 func TestScenario2SentinelTenants(t *testing.T) {
 	cluster(t)
-	apply(t, sentinelManifest(t))
-	kubectl(t, "rollout", "status", "-n", haNS, "statefulset/redis", "statefulset/sentinel", "--timeout=3m")
+	apply(t, redisHAManifest(t))
+	kubectl(t, "rollout", "status", "-n", haNS, "statefulset/redis", "--timeout=3m")
+	master := bootstrapReplication(t)
+	apply(t, sentinelManifest(t, master))
+	kubectl(t, "rollout", "status", "-n", haNS, "statefulset/sentinel", "--timeout=3m")
 	sentinels := jsonpath(t, "{.spec.clusterIP}", "service", "-n", haNS, "redis-sentinel")
 	apply(t, haStoreManifest(sentinels))
 	kubectl(t, "wait", "--for=condition=Ready", "clusterlockstore/"+haStore, "--timeout=2m")
@@ -231,4 +229,28 @@ func TestScenario2SentinelTenants(t *testing.T) {
 		}
 		t.Logf("%s's pod took its lock; %s's key: NOPERM; %s's Secret: forbidden", ns, haTenants[1-i], haTenants[1-i])
 	}
+}
+
+// bootstrapReplication makes redis-0 the master and the two others its
+// replicas (REPLICAOF from the host, on the bridge), waits until both are
+// in sync, and returns the master's pod IP.
+func bootstrapReplication(t *testing.T) string {
+	t.Helper()
+	ip := func(pod string) string { return jsonpath(t, "{.status.podIP}", "pod", "-n", haNS, pod) }
+	master := ip("redis-0")
+	for _, pod := range []string{"redis-1", "redis-2"} {
+		rc := redis.NewClient(&redis.Options{Addr: ip(pod) + ":6379"})
+		if err := rc.ReplicaOf(t.Context(), master, "6379").Err(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, pod+" in sync with "+master, func() error {
+			info, err := rc.Info(t.Context(), "replication").Result()
+			if err != nil || !strings.Contains(info, "master_link_status:up") {
+				return fmt.Errorf("%s: %w", info, err)
+			}
+			return nil
+		})
+		_ = rc.Close()
+	}
+	return master
 }
