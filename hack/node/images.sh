@@ -31,3 +31,8 @@ libs+=(-file "$(readlink -f /bin/sh)=/bin/sh")
 version=$(redis-server --version | sed -n 's/.* v=\([0-9.]*\).*/\1/p')
 (cd hack/ocibuild && go run . -platform "linux/$arch=$server" "${libs[@]}" -tag "$REDIS_IMAGE:$version" -out "$root/dist/node/redis.tar") >/dev/null
 echo "$REDIS_IMAGE:$version" >"$root/dist/node/redis.tag"
+
+# A release as users get it (make release, this platform only) and the OCI
+# registry the scenarios serve it from (hack/ocibuild/cmd/registry).
+make -s release DIST=dist/node/release IMAGE_PLATFORMS="linux/$arch" LOCKCTL_PLATFORMS="linux/$arch" 2>/dev/null
+(cd hack/ocibuild && go build -o "$root/dist/bin/node/registry" ./cmd/registry)
