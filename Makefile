@@ -80,7 +80,7 @@ test: tools redis postgres verify helm-lint ## Install what tests need, verify, 
 NODE_RUN ?= .
 
 .PHONY: test-node
-test-node: ## A real single-node cluster (kubelet, containerd, runc; root): helm install + helm test, active/standby pods, a CronJob, operator failover, uninstall; tears it all down on every exit path (docs/node.md).
+test-node: ## A real single-node cluster (kubelet, containerd, runc; root): helm install + helm test, Sentinel in pods with ACL tenants, active/standby pods, a frozen holder, leader election in pods, a CronJob, operator and Redis failovers, uninstall, kubectl apply -k, the release from an OCI registry; tears it all down on every exit path (docs/node.md).
 	hack/node/run.sh '$(NODE_RUN)'
 
 ##@ Server flavours

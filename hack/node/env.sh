@@ -23,6 +23,9 @@ PROXY_HEALTHZ_PORT=20256
 PROXY_METRICS_PORT=20249
 SCHEDULER_PORT=20259
 CONTROLLER_MANAGER_PORT=20257
+# The scenarios' OCI registry (hack/ocibuild/cmd/registry) on the bridge:
+# containerd pulls from it, and only from it (hosts.toml in up.sh).
+REGISTRY=$BRIDGE_IP:25050
 # containerd's name for the pause image, imported by images.sh.
 PAUSE_IMAGE=registry.local/redlease/pause:v1
 REDIS_IMAGE=registry.local/redlease/redis

@@ -18,12 +18,21 @@ CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o dist/bin/node/demo ./cmd/de
 (cd hack/ocibuild && go run . -platform "linux/$arch=$root/dist/bin/node/demo" -tag "$DEMO_IMAGE" -out "$root/dist/node/demo.tar") >/dev/null
 
 # redis-server is also the Sentinel (--sentinel); ldd names every library
-# it loads, the dynamic loader included.
+# it loads, the dynamic loader included. Debian's /bin/sh (dash, which
+# needs only libc) starts it: a Sentinel's config file must exist and be
+# writable (an emptyDir), and a replica names its master from the
+# environment, as the official image's entrypoint does.
 # Not the symlink's target (redis-check-rdb): the binary acts by the name it
 # is started as, /redis-server in the image.
 server=$(command -v redis-server)
 libs=()
 for l in $(ldd "$server" | grep -o '/[^ ]*'); do libs+=(-file "$(readlink -f "$l")=$l"); done
+libs+=(-file "$(readlink -f /bin/sh)=/bin/sh")
 version=$(redis-server --version | sed -n 's/.* v=\([0-9.]*\).*/\1/p')
 (cd hack/ocibuild && go run . -platform "linux/$arch=$server" "${libs[@]}" -tag "$REDIS_IMAGE:$version" -out "$root/dist/node/redis.tar") >/dev/null
 echo "$REDIS_IMAGE:$version" >"$root/dist/node/redis.tag"
+
+# A release as users get it (make release, this platform only) and the OCI
+# registry the scenarios serve it from (hack/ocibuild/cmd/registry).
+make -s release DIST=dist/node/release IMAGE_PLATFORMS="linux/$arch" LOCKCTL_PLATFORMS="linux/$arch" 2>/dev/null
+(cd hack/ocibuild && go build -o "$root/dist/bin/node/registry" ./cmd/registry)

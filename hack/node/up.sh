@@ -163,6 +163,8 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt"]
   address = "$ctd/containerd.sock.ttrpc"
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "$ctd/certs.d"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "$PAUSE_IMAGE"
 [plugins.'io.containerd.cri.v1.runtime']
@@ -194,6 +196,13 @@ cat >"$NODE_DIR/cni/net.d/10-redlease-node.conflist" <<CFG
   ]
 }
 CFG
+# Pulls: the scenarios' registry over plain HTTP, and every other host
+# (_default: docker.io of the release's image names) mirrored to it with no
+# fallback: a pull never leaves the machine.
+for host in "$REGISTRY" _default; do
+	mkdir -p "$ctd/certs.d/$host"
+	printf 'server = "http://%s"\n[host."http://%s"]\n  capabilities = ["pull", "resolve"]\n' "$REGISTRY" "$REGISTRY" >"$ctd/certs.d/$host/hosts.toml"
+done
 start containerd containerd --config "$ctd/config.toml"
 wait_for containerd 60 ctr --address "$ctd/containerd.sock" version
 # The archives images.sh built: the operator, lockctl, the sandbox, Redis.

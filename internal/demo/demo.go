@@ -50,8 +50,22 @@ func Main(args []string) int {
 		case "worker":
 			fs := flag.NewFlagSet("worker", flag.ExitOnError)
 			name, kubeconfig, store, ns := fs.String("name", "", ""), fs.String("kubeconfig", "", ""), fs.String("store", "", ""), fs.String("namespace", "", "")
+			lk := fs.String("lock", lockName, "")
+			rounds := fs.Int("rounds", 0, "stop after this many acquisitions (0: never)")
+			work := fs.Duration("work", 300*time.Millisecond, "time between the ledger's read and its write")
 			_ = fs.Parse(args[1:])
-			return runWorker(*name, *kubeconfig, *ns, lockName, *store)
+			return runWorker(*name, *kubeconfig, *ns, *lk, *store, *rounds, *work)
+		case "leader":
+			fs := flag.NewFlagSet("leader", flag.ExitOnError)
+			ns, lk := fs.String("namespace", "", ""), fs.String("lock", "", "")
+			_ = fs.Parse(args[1:])
+			return runLeader(*ns, *lk)
+		case "intrude":
+			fs := flag.NewFlagSet("intrude", flag.ExitOnError)
+			ns, lk, other := fs.String("namespace", "", ""), fs.String("lock", "", ""), fs.String("other", "", "another tenant's key")
+			otherNS, secret := fs.String("other-namespace", "", ""), fs.String("secret", "", "the credentials Secret's name there")
+			_ = fs.Parse(args[1:])
+			return runIntrude(*ns, *lk, *other, *otherNS, *secret)
 		case "write-once":
 			fs := flag.NewFlagSet("write-once", flag.ExitOnError)
 			name, store, ns := fs.String("name", "", ""), fs.String("store", "", ""), fs.String("namespace", "", "")

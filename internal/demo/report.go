@@ -108,42 +108,54 @@ func (d *demo) summary(ctx context.Context, storeAddr string) error {
 // tenants[1]'s lock: the tenant's Redis ACL user refuses it (NOPERM).
 func (d *demo) showIsolation(ctx context.Context, c client.Client) error {
 	own, other := tenants[0], tenants[1]
-	var dl v1alpha1.DistributedLock
-	if err := c.Get(ctx, client.ObjectKey{Namespace: own, Name: lockName}, &dl); err != nil {
+	target := other + "/" + lockName
+	user, err := takeOthersLock(ctx, c, own, lockName, target)
+	if err != nil {
 		return err
 	}
+	printf(d.out, "==> isolation: with %s's credentials (Redis user %s), taking %s is refused: NOPERM\n", own, user, target)
+	return nil
+}
+
+// takeOthersLock connects as a pod of namespace own would, with only what
+// its lock's status and credentials Secret publish, and tries to take the
+// key target (another tenant's): nil, with the Redis user, when that was
+// refused with NOPERM.
+func takeOthersLock(ctx context.Context, c client.Client, own, lockName, target string) (string, error) {
+	var dl v1alpha1.DistributedLock
+	if err := c.Get(ctx, client.ObjectKey{Namespace: own, Name: lockName}, &dl); err != nil {
+		return "", err
+	}
 	if dl.Status.Connection == nil || dl.Status.CredentialsSecretRef == nil {
-		return fmt.Errorf("%s/%s publishes no connection or credentials Secret", own, lockName)
+		return "", fmt.Errorf("%s/%s publishes no connection or credentials Secret", own, lockName)
 	}
 	var secret corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: own, Name: dl.Status.CredentialsSecretRef.Name}, &secret); err != nil {
-		return err
+		return "", err
 	}
 	servers, sentinels, err := redisconn.FromSecret(secret.Data, false, "", false)
 	if err != nil {
-		return err
+		return "", err
 	}
 	clients, err := redisconn.NewUniversal(*dl.Status.Connection, servers, sentinels)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer redisconn.CloseAll(clients)
 	locker, err := lock.New(clients[0], lock.WithIdentity("intruder"))
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer func() { _ = locker.Close() }()
-	target := other + "/" + lockName
 	lease, err := locker.TryAcquire(ctx, target)
 	if err == nil {
-		_ = lease.Release(ctx) // the demo fails on this; give the lock back first
-		return fmt.Errorf("with %s's credentials, %s was taken: tenants are not isolated", own, target)
+		_ = lease.Release(ctx) // the caller fails on this; give the lock back first
+		return "", fmt.Errorf("with %s's credentials, %s was taken: tenants are not isolated", own, target)
 	}
 	if !strings.Contains(err.Error(), "NOPERM") {
-		return fmt.Errorf("with %s's credentials, taking %s failed, but not with NOPERM: %w", own, target, err)
+		return "", fmt.Errorf("with %s's credentials, taking %s failed, but not with NOPERM: %w", own, target, err)
 	}
-	printf(d.out, "==> isolation: with %s's credentials (Redis user %s), taking %s is refused: NOPERM\n", own, secret.Data[v1alpha1.CredentialsUsername], target)
-	return nil
+	return string(secret.Data[v1alpha1.CredentialsUsername]), nil
 }
 
 // ledgerKey is the fenced counter of namespace ns's workers.

@@ -51,8 +51,11 @@ func increment(ctx context.Context, store *fence.RedisStore, worker, ns string, 
 }
 
 // runWorker is a library worker: pkg/kube locks through the DistributedLock,
-// in a loop, until killed.
-func runWorker(name, kubeconfig, namespace, lockName, storeAddr string) int {
+// in a loop, until killed, or for rounds acquisitions when rounds > 0. Each
+// round increments the ledger once, taking work between its read and its
+// write. Without a kubeconfig it uses the in-cluster config (in a pod:
+// its service account).
+func runWorker(name, kubeconfig, namespace, lockName, storeAddr string, rounds int, work time.Duration) int {
 	ctx := context.Background()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -68,15 +71,16 @@ func runWorker(name, kubeconfig, namespace, lockName, storeAddr string) int {
 	rc := redis.NewClient(&redis.Options{Addr: storeAddr})
 	defer func() { _ = rc.Close() }()
 	store := fence.NewRedisStore(rc, "")
-	for {
+	for done := 0; rounds == 0 || done < rounds; {
 		lease, err := l.Acquire(ctx)
 		if err != nil {
 			say(event{Worker: name, Kind: "error", Detail: err.Error()})
 			time.Sleep(500 * time.Millisecond)
 			continue
 		}
+		done++
 		say(event{Worker: name, Kind: "acquired", Fence: lease.Fence()})
-		increment(ctx, store, name, namespace, lease.Fence(), 300*time.Millisecond)
+		increment(ctx, store, name, namespace, lease.Fence(), work)
 		if err := lease.Release(ctx); errors.Is(err, lock.ErrLeaseLost) {
 			say(event{Worker: name, Kind: "lost", Fence: lease.Fence(), Detail: err.Error()})
 		} else {
@@ -84,6 +88,7 @@ func runWorker(name, kubeconfig, namespace, lockName, storeAddr string) int {
 		}
 		time.Sleep(100 * time.Millisecond) // let others in
 	}
+	return 0
 }
 
 // runWriteOnce is the command lockctl runs: one increment of namespace's

@@ -140,6 +140,18 @@ func command(t *testing.T, name string, args ...string) string {
 	return commandIn(t, "", name, args...)
 }
 
+// kubectlErr is kubectl that returns its error instead of failing t, with
+// its combined output.
+func kubectlErr(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "kubectl"), args...) //nolint:gosec // G204: the clone's kubectl
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
 func kubectl(t *testing.T, args ...string) string {
 	t.Helper()
 	return command(t, filepath.Join(root, "bin", "kubectl"), args...)
@@ -198,19 +210,9 @@ func operatorMemory(t *testing.T, cs *kubernetes.Clientset) {
 		t.Fatal(err)
 	}
 	for _, p := range pods.Items {
-		var dirs []string
-		for _, pattern := range []string{"/sys/fs/cgroup/memory/kubepods/pod%s", "/sys/fs/cgroup/memory/kubepods/*/pod%s"} {
-			m, err := filepath.Glob(fmt.Sprintf(pattern, p.UID))
-			if err != nil {
-				t.Fatal(err)
-			}
-			dirs = append(dirs, m...)
-		}
-		if len(dirs) != 1 {
-			t.Fatalf("pod %s: cgroups %v, want one", p.Name, dirs)
-		}
+		dir := podCgroup(t, "memory", string(p.UID))
 		stat := map[string]int64{}
-		b, err := os.ReadFile(filepath.Join(dirs[0], "memory.stat"))
+		b, err := os.ReadFile(filepath.Join(dir, "memory.stat")) //nolint:gosec // G304: a pod's cgroup
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +221,7 @@ func operatorMemory(t *testing.T, cs *kubernetes.Clientset) {
 				stat[k], _ = strconv.ParseInt(v, 10, 64)
 			}
 		}
-		b, err = os.ReadFile(filepath.Join(dirs[0], "memory.usage_in_bytes"))
+		b, err = os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes")) //nolint:gosec // G304: a pod's cgroup
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,4 +232,22 @@ func operatorMemory(t *testing.T, cs *kubernetes.Clientset) {
 		t.Logf("MEASURE operator pod %s memory: working set %.1f MiB, RSS %.1f MiB", p.Name,
 			float64(usage-stat["total_inactive_file"])/(1<<20), float64(stat["total_rss"])/(1<<20))
 	}
+}
+
+// podCgroup is a pod's cgroup (v1) under a hierarchy (memory, freezer),
+// whatever its QoS class.
+func podCgroup(t *testing.T, hierarchy, uid string) string {
+	t.Helper()
+	var dirs []string
+	for _, pattern := range []string{"/sys/fs/cgroup/%s/kubepods/pod%s", "/sys/fs/cgroup/%s/kubepods/*/pod%s"} {
+		m, err := filepath.Glob(fmt.Sprintf(pattern, hierarchy, uid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, m...)
+	}
+	if len(dirs) != 1 {
+		t.Fatalf("pod %s: %s cgroups %v, want one", uid, hierarchy, dirs)
+	}
+	return dirs[0]
 }

@@ -319,23 +319,11 @@ func steadyLeader(t *testing.T, cs *kubernetes.Clientset, s *endpointSampler, ns
 	return leader, runningApps(t, cs, ns)[leader]
 }
 
-// runningApps are the pods whose app container runs, with its restart
-// count.
+// runningApps are the standby pods whose app container runs, with its
+// restart count.
 func runningApps(t *testing.T, cs *kubernetes.Clientset, ns string) map[string]int32 {
 	t.Helper()
-	pods, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=active"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int32{}
-	for _, p := range pods.Items {
-		for _, c := range p.Status.ContainerStatuses {
-			if c.Name == "app" && c.State.Running != nil && p.DeletionTimestamp == nil {
-				out[p.Name] = c.RestartCount
-			}
-		}
-	}
-	return out
+	return runningPods(t, cs, ns, "app=active", "app")
 }
 
 // TestScenario3ActiveStandby: three replicas of lockctl run --ready-addr

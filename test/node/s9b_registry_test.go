@@ -1,0 +1,151 @@
+/*
+Copyright 2026 The redlease Authors.
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// registryLog is the request log of the scenario's registry.
+type registryLog string
+
+// requests are the lines logged so far ("METHOD /path?query").
+func (l registryLog) requests(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(string(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// serveRegistry starts the OCI registry (hack/ocibuild/cmd/registry,
+// built by hack/node/images.sh) on the bridge until t ends.
+func serveRegistry(t *testing.T) registryLog {
+	t.Helper()
+	addr := env(t, "REGISTRY")
+	log := filepath.Join(env(t, "NODE_DIR"), "log", "registry.log")
+	// Not t.Context(): the registry must outlive the test's last command.
+	cmd := exec.CommandContext(context.WithoutCancel(t.Context()), filepath.Join(root, "dist", "bin", "node", "registry"), "serve", "-addr", addr, "-log", log) //nolint:gosec // G204: the harness's registry
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	eventually(t, 30*time.Second, "the registry answers", func() error {
+		resp, err := http.Get("http://" + addr + "/v2/") //nolint:noctx // a probe of the harness's registry
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET /v2/: %s", resp.Status)
+		}
+		return nil
+	})
+	return registryLog(log)
+}
+
+// pulled fails t unless the registry was asked, after its first skip
+// requests, for the manifest digest of repository (with query, e.g.
+// ns=docker.io when containerd asked it as the mirror of docker.io).
+func (l registryLog) pulled(t *testing.T, skip int, repository, digest, query string) {
+	t.Helper()
+	want := "/v2/" + repository + "/manifests/" + digest
+	for _, r := range l.requests(t)[skip:] {
+		if strings.Contains(r, want) && strings.Contains(r, query) {
+			return
+		}
+	}
+	t.Errorf("the registry was not asked for %s%s; its requests:\n%s", want, query, strings.Join(l.requests(t)[skip:], "\n"))
+}
+
+// managerImages fails t unless every manager pod runs the image digest.
+func managerImages(t *testing.T, cs *kubernetes.Clientset, digest string) {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(operatorNS).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=manager"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			if !strings.HasSuffix(c.ImageID, digest) {
+				t.Errorf("pod %s runs %s (%s), want the release's %s", p.Name, c.Image, c.ImageID, digest)
+			}
+		}
+	}
+}
+
+// TestScenario1FromRegistry: the release (make release, as hack/node/
+// images.sh builds it) installed the way users install it, after scenario
+// 9 removed the chart: its images and chart pushed to an OCI registry on
+// the bridge; helm install oci://... --plain-http with the images'
+// repository overridden to that registry (their digests pinned by the
+// release): the kubelet pulls them from it, two managers run the
+// release's digest, helm test passes; then, uninstalled, kubectl apply -f
+// install.yaml, whose docker.io image names containerd pulls through its
+// mirror (hosts.toml) from the same registry.
+func TestScenario1FromRegistry(t *testing.T) {
+	cs := cluster(t)
+	if out := kubectl(t, "get", "crd", "-o", "name"); strings.Contains(out, "redlease.io") {
+		t.Fatalf("needs scenario 9 before it (the chart and CRDs uninstalled): %s", out)
+	}
+	reg, rel := env(t, "REGISTRY"), filepath.Join(root, "dist", "node", "release")
+	b, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := strings.TrimSpace(string(b))
+	log := serveRegistry(t)
+	digests := map[string]string{}
+	for _, c := range []string{"manager", "lockctl"} {
+		want, err := os.ReadFile(filepath.Join(rel, c+"-"+version+".tar.digest")) //nolint:gosec // G304: the release's files
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.TrimSpace(command(t, filepath.Join(root, "dist", "bin", "node", "registry"), "push",
+			"-archive", filepath.Join(rel, c+"-"+version+".tar"), "-to", reg+"/redlease/"+c+":"+version))
+		if got != strings.TrimSpace(string(want)) {
+			t.Fatalf("%s pushed as %s, the release's digest is %s", c, got, want)
+		}
+		digests[c] = got
+	}
+	helm(t, "push", filepath.Join(rel, "redlease-"+strings.TrimPrefix(version, "v")+".tgz"), "oci://"+reg+"/charts", "--plain-http")
+
+	helm(t, "install", release, "oci://"+reg+"/charts/redlease", "--version", strings.TrimPrefix(version, "v"), "--plain-http",
+		"-n", operatorNS, "--create-namespace", "--wait", "--timeout", "3m", "--set", "replicaCount=2",
+		"--set", "image.repository="+reg+"/redlease/manager", "--set", "lockctl.image.repository="+reg+"/redlease/lockctl")
+	managersUp(t, cs, "redlease-controller-manager", 2)
+	managerImages(t, cs, digests["manager"])
+	helm(t, "test", release, "-n", operatorNS, "--timeout", "3m")
+	for c, d := range digests {
+		log.pulled(t, 0, "redlease/"+c, d, "")
+	}
+	helm(t, "uninstall", release, "-n", operatorNS, "--wait", "--timeout", "3m")
+	kubectl(t, "delete", "crd", "distributedlocks.redlease.io", "lockstores.redlease.io", "clusterlockstores.redlease.io", "--timeout=1m")
+
+	mark := len(log.requests(t))
+	kubectl(t, "apply", "-f", filepath.Join(rel, "install.yaml"))
+	managersUp(t, cs, "redlease-controller-manager", 1)
+	managerImages(t, cs, digests["manager"])
+	log.pulled(t, mark, "redlease/manager", digests["manager"], "ns=docker.io")
+	kubectl(t, "delete", "-f", filepath.Join(rel, "install.yaml"), "--timeout=2m")
+}
