@@ -10,4 +10,12 @@ var (
 	// testHookWoken runs right after a waiter took a wake-up, before its
 	// next attempt.
 	testHookWoken = func() {}
+	// testHookHandOff runs when a waiter looked at a hand-off it heard:
+	// counted says the notice carried a counter, started that the lease
+	// started from it without a round trip.
+	testHookHandOff = func(counted, started bool) {}
+	// testNaiveHandOff makes a waiter count a hand-off from its latest
+	// "not acquired" attempt whatever counter that attempt saw: the unsafe
+	// rule the chaos tests must catch (SetNaiveHandOff).
+	testNaiveHandOff = false
 )
