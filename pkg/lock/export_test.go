@@ -9,6 +9,14 @@ func SetHandOffHook(t testing.TB, f func(counted, started bool)) {
 	testHookHandOff = f
 }
 
+// SetGrantedHook installs f, run before a subscription handles a
+// "granted" message, for the rest of t.
+func SetGrantedHook(t testing.TB, f func(payload string)) {
+	prev := testHookGranted
+	t.Cleanup(func() { testHookGranted = prev })
+	testHookGranted = f
+}
+
 // SetNaiveHandOff makes waiters count hand-offs from their latest "not
 // acquired" attempt, whatever counter it saw, for the rest of t.
 func SetNaiveHandOff(t testing.TB) {

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -76,9 +77,12 @@ func (s *seenAttempts) before(counter int64) (time.Time, bool) {
 // bound; a lease released before then never sends it. A confirming write
 // that finds the key no longer its own loses the lease like any failed
 // renewal.
-func (l *Locker) handedOver(t target, c claim, w *waiter, seen *seenAttempts) *Lease {
+//
+// A caller whose ctx ended takes no lease: its next attempt fails, and it
+// leaves the line, giving back a key handed to it.
+func (l *Locker) handedOver(ctx context.Context, t target, c claim, w *waiter, seen *seenAttempts) *Lease {
 	g := l.events.takeGrant(w)
-	if g == nil {
+	if g == nil || ctx.Err() != nil {
 		return nil
 	}
 	if !l.backend.countsHandOffs() || l.watchdog == nil || (t.semaphore() && g.Held > t.permits) {

@@ -18,4 +18,8 @@ var (
 	// "not acquired" attempt whatever counter that attempt saw: the unsafe
 	// rule the chaos tests must catch (SetNaiveHandOff).
 	testNaiveHandOff = false
+	// testHookGranted runs in a subscription's receive loop before it
+	// handles a "granted" message: a test blocks it to deliver the message
+	// late.
+	testHookGranted = func(payload string) {}
 )

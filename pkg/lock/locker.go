@@ -171,7 +171,7 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 	}
 	var attempts seenAttempts
 	for {
-		if lease := l.handedOver(t, c, w, &attempts); lease != nil {
+		if lease := l.handedOver(ctx, t, c, w, &attempts); lease != nil {
 			c.queued = false // the hand-off took it out of the line
 			return lease, nil
 		}
