@@ -13,13 +13,13 @@ var (
 	// testHookHandOff runs when a waiter looked at a hand-off it heard:
 	// counted says the notice carried a counter, started that the lease
 	// started from it without a round trip.
-	testHookHandOff = func(counted, started bool) {}
+	testHookHandOff = func(_, _ bool) {}
 	// testNaiveHandOff makes a waiter count a hand-off from its latest
 	// "not acquired" attempt whatever counter that attempt saw: the unsafe
-	// rule the chaos tests must catch (SetNaiveHandOff).
+	// rule TestALateNoticeIsNotALease must catch (SetNaiveHandOff).
 	testNaiveHandOff = false
 	// testHookGranted runs in a subscription's receive loop before it
 	// handles a "granted" message: a test blocks it to deliver the message
 	// late.
-	testHookGranted = func(payload string) {}
+	testHookGranted = func(string) {}
 )
