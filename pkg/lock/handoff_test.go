@@ -131,13 +131,14 @@ func TestALateNoticeIsNotALease(t *testing.T) {
 			lock.SetGrantedHook(t, func(string) {
 				once.Do(func() { <-hold }) // the first notice arrives when the test says
 			})
-			// The holder: a raw acquire with a 400 ms TTL, released by the
-			// test with a 200 ms hand-off window.
+			// The holder: a raw acquire with a 1 s TTL (the waiter's timed
+			// attempt comes then, after the other client took the key),
+			// released by the test with a 200 ms hand-off window.
 			holderValue, err := protocol.NewValue("holder")
 			if err != nil {
 				t.Fatal(err)
 			}
-			args := protocol.AcquireArgs{Value: holderValue, TTL: 400 * time.Millisecond, Fencing: true, Identity: "holder"}
+			args := protocol.AcquireArgs{Value: holderValue, TTL: time.Second, Fencing: true, Identity: "holder"}
 			if err := protocol.AcquireScript.Run(ctx, admin, protocol.AcquireKeys(key), args.Argv()...).Err(); err != nil {
 				t.Fatal(err)
 			}
