@@ -85,7 +85,6 @@ func TestALateDuplicatedNoticeAfterAnotherHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		capture := c.Subscribe(ctx, waiterChannel)
-		defer func() { _ = capture.Close() }()
 		if _, err := capture.Receive(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -96,6 +95,7 @@ func TestALateDuplicatedNoticeAfterAnotherHolder(t *testing.T) {
 		if err != nil || !strings.HasPrefix(notice.Payload, "granted ") {
 			t.Fatalf("the notice = %v, %v", notice, err)
 		}
+		_ = capture.Close() // from now on only the waiter listens there
 
 		time.Sleep(300 * time.Millisecond) // the hand-off runs out
 		other := newLocker(t, srv.Client(t), lock.WithTTL(2*time.Second), lock.WithIdentity("other"))
@@ -106,9 +106,11 @@ func TestALateDuplicatedNoticeAfterAnotherHolder(t *testing.T) {
 		from := Mono()
 		w.signal(syscall.SIGCONT)
 		deadline := time.Now().Add(5 * time.Second)
-		for c.ZCard(ctx, protocol.LineKey(key)).Val() == 0 { // its next attempt saw the other holder
+		// Its subscription is back, and its next attempt saw the other
+		// holder (it queued again).
+		for c.ZCard(ctx, protocol.LineKey(key)).Val() == 0 || c.PubSubNumSub(ctx, waiterChannel).Val()[waiterChannel] == 0 {
 			if time.Now().After(deadline) {
-				t.Fatal("the resumed waiter did not try again within 5s")
+				t.Fatal("the resumed waiter did not subscribe and try again within 5s")
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
