@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/internal/protocol"
+	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -194,6 +195,70 @@ func TestALateNoticeIsNotALease(t *testing.T) {
 			}
 			if !naive && confirmedFirst.Load() == 0 {
 				t.Fatal("the late notice was never weighed (the scenario did not happen)")
+			}
+		})
+	}
+}
+
+// Under WithReplicaAck a lease counts only once replicas acknowledged a
+// write of its own (the release's hand-off is not WAITed), and without the
+// watchdog nobody would send the confirming write: in both, a waiter handed
+// the key confirms first, and its lease counts from that request. The key
+// is on the replica when Acquire returns.
+func TestAHandOffIsConfirmedFirstUnderReplicaAckOrWithoutWatchdog(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts []lock.Option
+	}{
+		{"replica ack", []lock.Option{lock.WithReplicaAck(1, time.Second)}},
+		{"without watchdog", []lock.Option{lock.WithoutWatchdog()}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			group := redistest.StartReplicated(t, 1)
+			admin := group.Master.Client(t)
+			ctx := ctxTimeout(t, 30*time.Second)
+			var counted, started atomic.Int32
+			lock.SetHandOffHook(t, func(c, s bool) {
+				if c {
+					counted.Add(1)
+				}
+				if s {
+					started.Add(1)
+				}
+			})
+			const key = "confirmed-first"
+			opts := append([]lock.Option{lock.WithTTL(5 * time.Second)}, tt.opts...)
+			holder := newLocker(t, group.Master.Client(t), append(opts, lock.WithIdentity("holder"))...)
+			waiter := newLocker(t, group.Master.Client(t), append(opts, lock.WithIdentity("waiter"))...)
+			held, err := holder.TryAcquire(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan *lock.Lease, 1)
+			go func() {
+				l, err := waiter.Acquire(ctx, key)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- l
+			}()
+			waitQueued(ctx, t, admin, key, protocol.LineKey(key), "waiter")
+			if err := held.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			lease := <-got
+			if lease == nil {
+				return
+			}
+			releaseAtEnd(t, lease)
+			if counted.Load() != 1 || started.Load() != 0 {
+				t.Fatalf("counted hand-offs heard %d, leases started from one %d; want 1 and 0", counted.Load(), started.Load())
+			}
+			if time.Until(lease.ValidUntil()) < 3*time.Second {
+				t.Fatalf("the lease is valid for %v, want about the TTL (counted from its confirming write)", time.Until(lease.ValidUntil()))
+			}
+			if v := group.Replicas[0].Client(t).Get(ctx, key).Val(); tt.name == "replica ack" && v != lease.Value() {
+				t.Fatalf("the replica holds %q when Acquire returned, want the waiter's value", v)
 			}
 		})
 	}
