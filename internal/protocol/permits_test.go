@@ -111,9 +111,11 @@ func TestPermitsOnTheServer(t *testing.T) {
 	expect(t, s.givePermit(key, a, 2, 300*time.Millisecond), true, "a's release")
 	msg, err := ps.ReceiveMessage(s.ctx)
 	s.must(err)
-	expect(t, msg.Payload, "granted "+protocol.ValueDigest(w1)+" "+protocol.ValueDigest(w2), "message (the chosen waiter, then the one now first)")
+	expect(t, msg.Payload, "granted "+protocol.ValueDigest(w1)+" "+protocol.ValueDigest(w2)+" "+s.counter(key)+" 300 2",
+		"message (the chosen waiter, then the one now first, the hand-off's counter, expiry and live permits)")
 	p = s.permits(key)
-	expectHolders(t, p, "w1:1?", "b:1")
+	// Protocol 4: the hand-off assigned the permit its fence (the counter).
+	expectHolders(t, p, "w1:1", "b:1")
 	if p.Holders[0].TTL > 300*time.Millisecond {
 		t.Fatalf("the handed permit lives %v, want the 300ms window", p.Holders[0].TTL)
 	}
@@ -218,7 +220,7 @@ func TestAFreePermitGoesToTheHeadOnlyWithFIFO(t *testing.T) {
 		name string
 		fifo bool
 		want string
-	}{{"default", false, "caller:1"}, {"FIFO", true, "head:1?"}} {
+	}{{"default", false, "caller:1"}, {"FIFO", true, "head:1"}} {
 		t.Run(tt.name, func(t *testing.T) {
 			key := "expired-permit-" + tt.name
 			ok, _ := s.permit(key, value(t, "dead:1"), 1, false)

@@ -27,13 +27,14 @@ var (
 	//go:embed lua/acquire.lua
 	acquireSrc string
 	// AcquireScript: KEYS AcquireKeys; ARGV AcquireArgs.argv. Replies {1,
-	// fence} when acquired, {0, pttl} when not, or an error with the lock
-	// key not taken.
+	// fence} when acquired, {0, pttl, counter} when not (counter: the
+	// hand-off counter the attempt saw, protocol 4), or an error with the
+	// lock key not taken.
 	AcquireScript = newScript("acquire", fenceSrc+lineSrc+takenSrc+valueSrc+acquireSrc, false)
 
 	//go:embed lua/release.lua
 	releaseSrc    string
-	releaseScript = newScript("release", lineSrc+valueSrc+releaseSrc, false)
+	releaseScript = newScript("release", fenceSrc+lineSrc+valueSrc+releaseSrc, false)
 
 	//go:embed lua/renew.lua
 	renewSrc string
@@ -53,25 +54,25 @@ var (
 	//go:embed lua/permit_acquire.lua
 	permitAcquireSrc string
 	// AcquirePermitScript: KEYS AcquirePermitKeys; ARGV
-	// AcquireArgs.PermitArgv. Replies {1, fence} when acquired, {0, ms}
-	// when not (ms until a permit frees by expiry alone), or an error with
-	// no permit taken.
+	// AcquireArgs.PermitArgv. Replies {1, fence} when acquired, {0, ms,
+	// counter} when not (ms until a permit frees by expiry alone; counter
+	// as for AcquireScript), or an error with no permit taken.
 	AcquirePermitScript = newScript("permit_acquire", fenceSrc+lineSrc+permitsSrc+takenSrc+permitAcquireSrc, false)
 
 	//go:embed lua/permit_release.lua
 	permitReleaseSrc    string
-	releasePermitScript = newScript("permit_release", lineSrc+permitsSrc+permitReleaseSrc, false)
+	releasePermitScript = newScript("permit_release", fenceSrc+lineSrc+permitsSrc+permitReleaseSrc, false)
 
 	//go:embed lua/permit_renew.lua
 	permitRenewSrc string
 	// RenewPermitScript: KEYS RenewPermitKeys; ARGV value, ttl (ms).
 	// Replies 1 when extended, 0 when the value no longer held a permit.
-	RenewPermitScript = newScript("permit_renew", lineSrc+permitsSrc+permitRenewSrc, false)
+	RenewPermitScript = newScript("permit_renew", fenceSrc+lineSrc+permitsSrc+permitRenewSrc, false)
 
 	//go:embed lua/read.lua
 	readSrc string
 	// readScript reads a lock's or a semaphore's key, bounded (ReadKeys).
-	readScript = newScript("read", lineSrc+permitsSrc+readSrc, true)
+	readScript = newScript("read", fenceSrc+lineSrc+permitsSrc+readSrc, true)
 
 	//go:embed lua/fence_write.lua
 	fenceWriteSrc string
@@ -96,7 +97,9 @@ var scripts = []*Script{AcquireScript, releaseScript, RenewScript, raiseFenceScr
 
 // HandoffWindow bounds how long a released key waits for the waiter it was
 // handed to (at most the lock's TTL): a waiter that died at the head of the
-// line costs the others this long, and a live one confirms in a round trip.
+// line costs the others this long. It is also the expiry a hand-off sets,
+// from which a waiter counts its lease (protocol 4): a waiter whose last
+// attempt before the hand-off is older than the window confirms first.
 const HandoffWindow = time.Second
 
 // AcquireKeys are the KEYS of AcquireScript for lock key.
@@ -165,7 +168,7 @@ func Millis(d time.Duration) int64 {
 // hold the key leaves the line. False when the key was not ours. sharded
 // is AcquireArgs.Sharded.
 func Release(ctx context.Context, r Runner, key, value string, window time.Duration, announce, sharded bool) (bool, error) {
-	keys := []string{key, EventsChannel(key), LineKey(key)}
+	keys := []string{key, EventsChannel(key), LineKey(key), FenceKey(key)}
 	n, err := r.Run(ctx, Call{releaseScript, keys, []any{value, Millis(window), flag(announce), flag(sharded)}}).Int64()
 	if err != nil {
 		return false, fmt.Errorf("release %q: %w", key, err)
@@ -205,7 +208,7 @@ func RenewPermitKeys(key string) []string { return []string{key, HoldersKey(key)
 // announce is set it says "released". A value holding no permit leaves the
 // line. False when value held no permit. sharded is AcquireArgs.Sharded.
 func ReleasePermit(ctx context.Context, r Runner, key, value string, permits int, window time.Duration, announce, sharded bool) (bool, error) {
-	keys := []string{key, EventsChannel(key), PermitLineKey(key), HoldersKey(key)}
+	keys := []string{key, EventsChannel(key), PermitLineKey(key), HoldersKey(key), FenceKey(key)}
 	n, err := r.Run(ctx, Call{releasePermitScript, keys, []any{value, Millis(window), flag(announce), permits, flag(sharded)}}).Int64()
 	if err != nil {
 		return false, fmt.Errorf("release a permit of %q: %w", key, err)

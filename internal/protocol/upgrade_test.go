@@ -41,6 +41,15 @@ func newServer(t *testing.T) *server {
 	return &server{t: t, ctx: t.Context(), c: c, r: runner(t, c)}
 }
 
+// counter is key's fence counter, as a string: the hand-off counter a
+// "granted" message carries (protocol 4).
+func (s *server) counter(key string) string {
+	s.t.Helper()
+	v, err := s.c.Get(s.ctx, protocol.FenceKey(key)).Result()
+	s.must(err)
+	return v
+}
+
 // run runs the current protocol's script on the server.
 func (s *server) run(script *protocol.Script, keys []string, args ...any) *redis.Cmd {
 	return s.r.Run(s.ctx, protocol.Call{Script: script, Keys: keys, Args: args})
@@ -188,7 +197,8 @@ func TestTheLineOnTheServer(t *testing.T) {
 	expect(t, s.holder(key), "next:1", "the waiter the release handed the key to (the first still in line)")
 	msg, err := ps.ReceiveMessage(s.ctx)
 	s.must(err)
-	expect(t, msg.Payload, "granted "+protocol.ValueDigest(next)+" "+protocol.ValueDigest(last), "message (the chosen waiter, then the one now first)")
+	expect(t, msg.Payload, "granted "+protocol.ValueDigest(next)+" "+protocol.ValueDigest(last)+" "+s.counter(key)+" 300",
+		"message (the chosen waiter, then the one now first, the hand-off's counter and expiry)")
 	if pttl := s.c.PTTL(s.ctx, key).Val(); pttl > 300*time.Millisecond || pttl <= 0 {
 		t.Fatalf("the handed key's PTTL is %v, want the 300ms window", pttl)
 	}
@@ -241,7 +251,7 @@ func TestAHandOffIsToldOnlyToTheWaitersItConcerns(t *testing.T) {
 				s.must(err)
 			}
 			expect(t, s.give(key, holder, time.Second), true, "release")
-			want := "granted " + protocol.ValueDigest(next) + " " + protocol.ValueDigest(last)
+			want := "granted " + protocol.ValueDigest(next) + " " + protocol.ValueDigest(last) + " " + s.counter(key) + " 1000"
 			got := map[string]bool{}
 			for {
 				ctx, cancel := context.WithTimeout(s.ctx, 200*time.Millisecond)

@@ -27,6 +27,11 @@ type backend interface {
 	// leave gives up value's claim on t in the background: its place in
 	// the line, and the key (or permit) if it was handed to value.
 	leave(t target, value string)
+	// countsHandOffs reports whether a waiter may count its lease from a
+	// counted hand-off (protocol 4) without confirming first: not under
+	// WithReplicaAck, where a lease counts only once replicas acknowledged
+	// a write of its own.
+	countsHandOffs() bool
 }
 
 // target is what a claim or a lease is on: a lock key, or one permit of a
@@ -57,4 +62,7 @@ type attempt struct {
 	acquired  bool
 	fence     uint64        // when acquired
 	holderTTL time.Duration // when not acquired: the holder's PTTL
+	// counter is, when not acquired, the key's hand-off counter as the
+	// attempt saw it (protocol 4); -1 when unknown.
+	counter int64
 }

@@ -62,11 +62,19 @@
 //     acquisition attempt whatever the number of waiting processes
 //     (TestOneAttemptPerReleaseAcrossLockers), and waiters get the key in
 //     the order they queued, a releaser that asks again queuing behind
-//     them (TestTheLineHandsTheKeyInArrivalOrder). A key handed to a
-//     waiter is its lease only from that waiter's own confirming request,
-//     counted from its sending like any acquisition, never from the
-//     hand-off (test/chaos TestLineHeadPausedAcrossItsHandOff). A waiter
-//     that gives up leaves the line (TestAWaiterThatGivesUpLeavesTheLine).
+//     them (TestTheLineHandsTheKeyInArrivalOrder). A waiter handed the key
+//     starts its lease when the notice arrives (protocol 4), counted from
+//     its last attempt that ran before the hand-off (its reply saw a lower
+//     hand-off counter) plus the expiry the hand-off set, with the fence
+//     the hand-off assigned; its confirming write is its first renewal
+//     (TestAHandOffStartsWithoutARoundTrip). A late or duplicated notice
+//     never counts from an attempt after the hand-off
+//     (TestALateNoticeIsNotALease); a waiter whose bound is too short (it
+//     waited longer than the window, or was paused) confirms first, its
+//     lease counted from that request (test/chaos
+//     TestLineHeadPausedAcrossItsHandOff). Never from the releaser's
+//     clock. A waiter that gives up leaves the line
+//     (TestAWaiterThatGivesUpLeavesTheLine).
 //
 // # Semaphores
 //

@@ -52,6 +52,10 @@ type NotAcquiredError struct {
 	// Reason is set when the attempt itself succeeded on the server but did
 	// not count (for example, its validity ran out before it completed).
 	Reason string
+
+	// seen is the attempt's send time and the hand-off counter it saw
+	// (a waiter's record, handoff.go); zero when it did not reach Redis.
+	seen seenAttempt
 }
 
 func (e *NotAcquiredError) Error() string {

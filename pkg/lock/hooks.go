@@ -10,4 +10,16 @@ var (
 	// testHookWoken runs right after a waiter took a wake-up, before its
 	// next attempt.
 	testHookWoken = func() {}
+	// testHookHandOff runs when a waiter looked at a hand-off it heard:
+	// counted says the notice carried a counter, started that the lease
+	// started from it without a round trip.
+	testHookHandOff = func(_, _ bool) {}
+	// testNaiveHandOff makes a waiter count a hand-off from its latest
+	// "not acquired" attempt whatever counter that attempt saw: the unsafe
+	// rule TestALateNoticeIsNotALease must catch (SetNaiveHandOff).
+	testNaiveHandOff = false
+	// testHookGranted runs in a subscription's receive loop before it
+	// handles a "granted" message: a test blocks it to deliver the message
+	// late.
+	testHookGranted = func(string) {}
 )

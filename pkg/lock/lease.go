@@ -35,14 +35,15 @@ func newLease(l *Locker, t target, value string, fence uint64, sent, validUntil 
 		ctx: ctx, cancel: cancel, validUntil: validUntil}
 }
 
-// start arms the local deadline and schedules the watchdog's first renewal.
-func (s *Lease) start() {
+// start arms the local deadline and schedules the watchdog's first
+// renewal after firstRenewal.
+func (s *Lease) start(firstRenewal time.Duration) {
 	clock := s.locker.cfg.clock
 	s.mu.Lock()
 	s.deadline = clock.AfterFunc(s.validUntil.Sub(clock.Now()), s.checkDeadline)
 	s.mu.Unlock()
 	if s.locker.watchdog != nil {
-		s.locker.watchdog.add(s)
+		s.locker.watchdog.add(s, firstRenewal)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -168,12 +169,18 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 			return nil, err
 		}
 	}
+	var attempts seenAttempts
 	for {
+		if lease := l.handedOver(ctx, t, c, w, &attempts); lease != nil {
+			c.queued = false // the hand-off took it out of the line
+			return lease, nil
+		}
 		lease, spent, err := l.try(ctx, t, c)
 		if err == nil {
 			c.queued = false // the acquire script took it out of the line
 			return lease, nil
 		}
+		attempts.add(err)
 		wait, held, ok := l.waitAfter(key, err, w, &retry, &warned)
 		if !ok {
 			return nil, err
@@ -237,26 +244,35 @@ func (l *Locker) try(ctx context.Context, t target, c claim) (lease *Lease, spen
 		return nil, true, err
 	}
 	if !a.acquired {
-		return nil, false, &NotAcquiredError{Key: key, HolderTTL: a.holderTTL, Permits: t.permits}
+		return nil, false, &NotAcquiredError{Key: key, HolderTTL: a.holderTTL, Permits: t.permits,
+			seen: seenAttempt{sent: sent, counter: a.counter}}
 	}
 	validUntil := sent.Add(l.cfg.ttl - l.cfg.drift())
 	if !l.cfg.clock.Now().Before(validUntil) {
 		l.releaseQuietly(t, c.value)
 		return nil, true, &NotAcquiredError{Key: key, Permits: t.permits, Reason: "validity ran out before the acquisition completed"}
 	}
-	lease = newLease(l, t, c.value, a.fence, sent, validUntil)
+	lease, err = l.hold(t, c.value, a.fence, sent, validUntil, l.cfg.renewInterval)
+	return lease, err != nil, err
+}
+
+// hold starts the lease of value on t, valid until validUntil (counted
+// from sent), whose first renewal is due after firstRenewal; ErrClosed
+// (and value given back) when the Locker closed meanwhile.
+func (l *Locker) hold(t target, value string, fence uint64, sent, validUntil time.Time, firstRenewal time.Duration) (*Lease, error) {
+	lease := newLease(l, t, value, fence, sent, validUntil)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		l.releaseQuietly(t, c.value)
-		return nil, true, ErrClosed
+		l.releaseQuietly(t, value)
+		return nil, ErrClosed
 	}
 	l.leases[lease] = struct{}{}
 	l.mu.Unlock()
 	l.metrics.held.Inc()
-	l.cfg.logger.V(1).Info("lease acquired", "key", key, "identity", l.cfg.identity, "fence", a.fence)
-	lease.start()
-	return lease, false, nil
+	l.cfg.logger.V(1).Info("lease acquired", "key", t.key, "identity", l.cfg.identity, "fence", fence)
+	lease.start(firstRenewal)
+	return lease, nil
 }
 
 // releaseQuietly gives back a key (or permit) this Locker will not use,

@@ -229,7 +229,7 @@ func (c *config) place() time.Duration { return 2*c.ttl + c.handoffWindow() }
 
 // drift is the validity set aside for clock drift: ttl × factor + 2ms.
 func (c *config) drift() time.Duration {
-	return time.Duration(float64(c.ttl)*c.driftFactor) + driftConstant
+	return driftOf(c.ttl, c.driftFactor)
 }
 
 func (c *config) nodeTimeoutFor() time.Duration {

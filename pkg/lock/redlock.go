@@ -144,6 +144,8 @@ func (r *redlock) waitingLine() bool { return false }
 
 func (r *redlock) leave(target, string) {}
 
+func (r *redlock) countsHandOffs() bool { return false } // no line, no hand-offs
+
 func (r *redlock) acquire(ctx context.Context, t target, c claim) (attempt, error) {
 	if t.semaphore() {
 		return attempt{}, errRedlockSemaphore // Locker.Semaphore refuses it first
@@ -182,7 +184,7 @@ func (r *redlock) acquire(ctx context.Context, t target, c claim) (attempt, erro
 	}
 	r.releaseAll(t, value)
 	if held > len(r.nodes)-r.quorum { // a majority said "held": the lock is taken
-		return attempt{holderTTL: holderTTL}, nil
+		return attempt{holderTTL: holderTTL, counter: -1}, nil
 	}
 	return attempt{}, qerr
 }

@@ -113,6 +113,8 @@ func (s *single) waitingLine() bool { return true }
 
 func (s *single) leave(t target, value string) { s.giveBackAsync(t, value) }
 
+func (s *single) countsHandOffs() bool { return s.acks == 0 }
+
 func (s *single) acquire(ctx context.Context, t target, c claim) (attempt, error) {
 	key, value := t.key, c.value
 	args := protocol.AcquireArgs{Value: value, TTL: c.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
@@ -150,12 +152,16 @@ func parseAttempt(key string, cmd *redis.Cmd) (attempt, error) {
 	switch {
 	case err != nil:
 		return attempt{}, fmt.Errorf("lock: acquire %q: %w", key, err)
-	case len(res) != 2:
+	case len(res) < 2 || len(res) > 3 || res[0] == 1 && len(res) != 2:
 		return attempt{}, fmt.Errorf("lock: acquire %q: unexpected reply %v", key, res)
 	case res[0] == 1:
 		return attempt{acquired: true, fence: uint64(res[1])}, nil //nolint:gosec // G115: acquire.lua returns a fence in [0, 2^53), never negative
 	}
-	return attempt{holderTTL: time.Duration(res[1]) * time.Millisecond}, nil
+	a := attempt{holderTTL: time.Duration(res[1]) * time.Millisecond, counter: -1}
+	if len(res) == 3 {
+		a.counter = res[2]
+	}
+	return a, nil
 }
 
 // eval runs call on key's server. Under WithReplicaAck, WAIT follows it

@@ -254,6 +254,7 @@ func (e *events) loop(ctx context.Context, sub int, ps *redis.PubSub) {
 			case "released":
 				e.released(m.Channel)
 			case "granted":
+				testHookGranted(rest)
 				e.granted(m.Channel, rest)
 			case "acquired":
 				e.taken(m.Channel)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/redlease/redlease/internal/backoff"
@@ -144,6 +143,9 @@ type waiter struct {
 	// wake-up that no attempt has used yet: if it gives up now, the
 	// wake-up goes to the next waiter instead of being lost.
 	holdsWake bool
+	// grant (under events.mu) is the counted hand-off to this waiter's
+	// value with the highest counter heard and not yet taken (takeGrant).
+	grant *protocol.Grant
 }
 
 // spent records that an attempt after the wake-up found the key taken by
@@ -210,6 +212,20 @@ func (e *events) rename(w *waiter, value string) {
 		w.digest = protocol.ValueDigest(value)
 		cw.byDigest[w.digest] = w
 	}
+	w.grant = nil // a hand-off to the old value is not the new one's
+}
+
+// takeGrant returns (and forgets) the counted hand-off w heard, nil for
+// none. w may be nil.
+func (e *events) takeGrant(w *waiter) *protocol.Grant {
+	if w == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g := w.grant
+	w.grant = nil
+	return g
 }
 
 // join queues a new Acquire behind this Locker's waiters for key, when
@@ -288,13 +304,15 @@ func (e *events) released(ch string) {
 	}
 }
 
-// granted handles "granted <digest> [<next>]": it wakes the waiter the
-// hand-off chose, when it is in this process. The waiter named next is now
-// first in line: when it is here, and nothing follows within the hand-off
-// window (the chosen waiter may have died with the key), it looks again.
-// Waiters elsewhere in the line need do nothing.
+// granted handles "granted <digest> [<next>|-] [<counter> <px> [<held>]]":
+// it wakes the waiter the hand-off chose, when it is in this process,
+// keeping a counted hand-off for it (takeGrant). The waiter named next is
+// now first in line: when it is here, and nothing follows within the
+// hand-off window (the chosen waiter may have died with the key), it looks
+// again. Waiters elsewhere in the line need do nothing.
 func (e *events) granted(ch, payload string) {
-	digest, next, _ := strings.Cut(payload, " ")
+	g := protocol.ParseGrant(payload)
+	digest, next := g.Digest, g.Next
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	cw := e.channels[ch]
@@ -306,6 +324,9 @@ func (e *events) granted(ch, payload string) {
 	cw.grants++
 	e.stopWatch(cw)
 	if w := cw.byDigest[digest]; w != nil {
+		if g.Counted && (w.grant == nil || g.Counter > w.grant.Counter) {
+			w.grant = &g
+		}
 		wake(w)
 	}
 	if w := cw.byDigest[next]; w != nil && next != "" && !e.closed {

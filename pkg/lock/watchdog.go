@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,14 +69,22 @@ func newWatchdog(l *Locker) *watchdog {
 	return &watchdog{l: l, kick: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
-// add schedules lease's next renewal one renew interval from now.
-func (w *watchdog) add(lease *Lease) {
+// add schedules lease's next renewal after d: the renew interval, or less
+// for a lease taken from a counted hand-off (its first renewal is the
+// confirming write, due within its short first validity). An entry due
+// sooner than the queue's tail is inserted in order.
+func (w *watchdog) add(lease *Lease, d time.Duration) {
 	w.once.Do(func() { w.loop.Go(w.run) })
+	due := w.l.cfg.clock.Now().Add(d)
 	w.mu.Lock()
-	w.queue = append(w.queue, scheduled{lease: lease, due: w.l.cfg.clock.Now().Add(w.l.cfg.renewInterval)})
-	first := len(w.queue) == 1
+	i := len(w.queue)
+	for i > 0 && w.queue[i-1].due.After(due) {
+		i--
+	}
+	w.queue = slices.Insert(w.queue, i, scheduled{lease: lease, due: due})
+	head := i == 0
 	w.mu.Unlock()
-	if first {
+	if head {
 		w.wake()
 	}
 }
@@ -226,7 +235,7 @@ func (w *watchdog) settled(lease *Lease, done chan struct{}, err error) {
 		w.l.cfg.logger.Info("renewal failed; retrying until the local deadline", "key", lease.key, "error", err.Error())
 	}
 	if lease.unannounce(done) && !errors.Is(err, ErrMaxHoldExceeded) {
-		w.add(lease)
+		w.add(lease, w.l.cfg.renewInterval)
 	}
 }
 

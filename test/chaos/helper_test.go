@@ -120,6 +120,8 @@ func runHelper(role string) int {
 		return lineWaiter(ctx, client, key, ttl)
 	case "naive-line-waiter":
 		return naiveLineWaiter(ctx, client, key, ttl)
+	case "naive-counting-waiter":
+		return naiveCountingWaiter(ctx, client, key, ttl)
 	case "permit-loop":
 		return permitLoop(ctx, client, key, ttl)
 	case "naive-counter-loop":

@@ -1,4 +1,4 @@
--- Acquire (protocol 2): one round trip, atomic on the server.
+-- Acquire (protocols 2 and 4): one round trip, atomic on the server.
 -- KEYS[1] lock key, KEYS[2] fence counter, KEYS[3] events channel,
 -- KEYS[4] waiting line
 -- ARGV[1] value, ARGV[2] ttl (ms), ARGV[3] "1" to increment the fence,
@@ -7,9 +7,11 @@
 -- for this waiter without another attempt, ARGV[7] "1" when this value may
 -- be in the line already, ARGV[8] "1" for strict FIFO, ARGV[9] hand-off
 -- window (ms), ARGV[10] "1" on Redis Cluster (messages on sharded pub/sub)
--- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl} when
--- not (pttl -1: the key has no TTL; a semaphore holding the key: when its
--- last permit expires), or an error with the lock key NOT taken.
+-- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl,
+-- counter} when not (pttl -1: the key has no TTL; a semaphore holding the
+-- key: when its last permit expires; counter: the hand-off counter as this
+-- attempt saw it, lua/fence.lua's fence_seen), or an error with the lock
+-- key NOT taken.
 --
 -- A script is atomic against other clients, but Redis does not roll back
 -- its writes when it fails halfway: on an error after the key was taken,
@@ -27,8 +29,9 @@ end
 
 if queued and lock_value(key) == value then
   -- The previous holder's release handed the key to this waiter (and took
-  -- it off the line): this attempt is the confirming write, and the lease
-  -- counts from its sending.
+  -- it off the line): this attempt is the confirming write of a waiter that
+  -- did not count from the hand-off (protocol 4), and its lease counts from
+  -- its sending.
   redis.call('PEXPIRE', key, ttl)
   return taken()
 end
@@ -39,7 +42,7 @@ if fifo and redis.call('EXISTS', key) == 0 then
   local head = redis.call('ZRANGE', line, 0, 0)[1]
   if head and head ~= value then
     redis.call('ZREM', line, head)
-    hand_over(key, channel, line, head, ARGV[9])
+    hand_over(key, counter, channel, line, head, ARGV[9])
     handed = true
   end
 end
@@ -48,4 +51,4 @@ if not handed and redis.call('SET', key, value, 'NX', 'PX', ttl) then
   return taken()
 end
 if place > 0 then line_join(line, value, place) end
-return {0, redis.call('PTTL', key)}
+return {0, redis.call('PTTL', key), fence_seen(counter)}

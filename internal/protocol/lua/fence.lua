@@ -26,3 +26,16 @@ local function next_fence(counter)
   return fence
 end
 
+
+-- fence_seen is the counter as a "not acquired" reply reports it (protocol
+-- 4): every hand-off increments it (line.lua), so an attempt that saw a
+-- value lower than a hand-off's ran before that hand-off. 0 when missing (a
+-- new counter starts above any value read before, as a fence does); -1
+-- when it is not an integer (no hand-off can count from such an attempt).
+local function fence_seen(counter)
+  local v = redis.pcall('GET', counter)
+  local n = type(v) == 'string' and tonumber(v)
+  if v == false then return 0 end
+  if not n or n ~= math.floor(n) then return -1 end
+  return n
+end

@@ -61,18 +61,39 @@ local function line_tell(channel, identity, msg)
   return type(sent) == 'number' and sent > 0
 end
 
+-- line_counted gives a hand-off the next value of the key's counter (the
+-- fence counter, lua/fence.lua: protocol 4) and returns the tail of its
+-- "granted" message, " <counter> <px>" (and " <held>" when held is given:
+-- a semaphore's live permits with this one). A waiter may count its lease
+-- from an attempt that saw a lower counter (it ran before this hand-off)
+-- plus px, the expiry this hand-off set. '' when the counter cannot be
+-- incremented (not an integer): the waiter then confirms first, as before
+-- protocol 4. The counter is its fence too.
+local function line_counted(counter, px, held)
+  local g = next_fence(counter)
+  if not g then return '', nil end
+  local tail = string.format(' %.0f %d', g, tonumber(px))
+  if held then tail = tail .. string.format(' %d', held) end
+  return tail, g
+end
+
 -- line_grant tells head, a waiter just taken off the head of the line and
 -- handed the key (or a permit), by the SHA-1 of its value (the value is
 -- the ownership proof and is never published), naming the waiter now first
--- in line too, whose process looks again if the hand-off goes unconfirmed.
+-- in line too ('-' for none), whose process looks again if the hand-off
+-- goes unconfirmed, and then the hand-off's tail (line_counted).
 -- The message goes to the two waiters' processes (line_tell); when either
 -- had no subscriber there, it goes on the events channel instead, where
--- every waiting process hears it. The waiter's lease starts only when it
--- confirms with an acquire of its own.
-local function line_grant(channel, line, head)
+-- every waiting process hears it.
+local function line_grant(channel, line, head, tail)
   local msg = 'granted ' .. redis.sha1hex(head)
   local next = redis.call('ZRANGE', line, 0, 0)[1]
-  if next then msg = msg .. ' ' .. redis.sha1hex(next) end
+  if next then
+    msg = msg .. ' ' .. redis.sha1hex(next)
+  elseif tail ~= '' then
+    msg = msg .. ' -'
+  end
+  msg = msg .. tail
   local to = line_identity(head)
   local told = line_tell(channel, to, msg)
   if told and next then
@@ -82,8 +103,9 @@ local function line_grant(channel, line, head)
   if not told then events_publish(channel, msg) end
 end
 
--- hand_over gives the free lock key to head for window ms, and tells it.
-local function hand_over(key, channel, line, head, window)
+-- hand_over gives the free lock key to head for window ms, counts the
+-- hand-off with counter, and tells it.
+local function hand_over(key, counter, channel, line, head, window)
   redis.call('SET', key, head, 'PX', window)
-  line_grant(channel, line, head)
+  line_grant(channel, line, head, line_counted(counter, window))
 end

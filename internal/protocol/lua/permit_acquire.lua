@@ -7,10 +7,11 @@
 -- when this value may be in the line already, "1" for strict FIFO,
 -- hand-off window ms), ARGV[10] the number of permits, ARGV[11] "1" on
 -- Redis Cluster (messages on sharded pub/sub)
--- Returns {1, fence} when acquired (fence 0 without fencing), {0, ms} when
--- not: ms until enough permits expire for one to be free (a lock's PTTL
--- when a lock holds the key, -1 if that has no TTL), or an error with no
--- permit taken.
+-- Returns {1, fence} when acquired (fence 0 without fencing), {0, ms,
+-- counter} when not: ms until enough permits expire for one to be free (a
+-- lock's PTTL when a lock holds the key, -1 if that has no TTL), and the
+-- hand-off counter as this attempt saw it (lua/fence.lua's fence_seen); or
+-- an error with no permit taken.
 local key, counter, channel, line, holders = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local value, ttl = ARGV[1], tonumber(ARGV[2])
 local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
@@ -19,7 +20,7 @@ events_sharded = ARGV[11] == '1'
 
 if permits_is_lock(key) then
   if place > 0 then line_join(line, value, place) end
-  return {0, redis.call('PTTL', key)}
+  return {0, redis.call('PTTL', key), fence_seen(counter)}
 end
 local now = permits_now()
 permits_purge(key, holders, now)
@@ -40,7 +41,8 @@ end
 local count = redis.call('ZCARD', key)
 if queued and redis.call('ZSCORE', key, value) then
   -- A release handed this waiter a permit (and took it off the line): this
-  -- attempt is the confirming write, and the lease counts from its sending.
+  -- attempt is the confirming write of a waiter that did not count from the
+  -- hand-off (protocol 4), and the lease counts from its sending.
   if count - 1 < permits then
     redis.call('ZADD', key, 'XX', now + ttl, value)
     return taken()
@@ -49,6 +51,7 @@ if queued and redis.call('ZSCORE', key, value) then
   -- many as the caller allows, or more. It gives the permit back and goes
   -- back to the head of the line.
   redis.call('ZREM', key, value)
+  redis.call('HDEL', holders, value)
   count = count - 1
   if place > 0 then redis.call('ZADD', line, 0, value) end
 end
@@ -60,7 +63,7 @@ if fifo then
     local head = redis.call('ZRANGE', line, 0, 0)[1]
     if not head or head == value then break end
     redis.call('ZREM', line, head)
-    permits_hand_over(key, channel, line, head, now, window)
+    permits_hand_over(key, counter, holders, channel, line, head, now, window)
     count, handed = count + 1, true
   end
 end
@@ -73,4 +76,4 @@ if handed then permits_expire(key, holders, now) end
 if place > 0 then line_join(line, value, place) end
 -- count - permits + 1 entries must expire before one permit is free.
 local nth = redis.call('ZRANGE', key, count - permits, count - permits, 'WITHSCORES')[2]
-return {0, tonumber(nth) - now}
+return {0, tonumber(nth) - now, fence_seen(counter)}

@@ -2,12 +2,13 @@
 -- hand the permits now free to the first waiters in line; a waiter giving
 -- up leaves the line.
 -- KEYS[1] semaphore key, KEYS[2] events channel, KEYS[3] the semaphore's
--- waiting line, KEYS[4] holders
+-- waiting line, KEYS[4] holders, KEYS[5] fence counter (protocol 4: each
+-- hand-off is counted, lua/line.lua's line_counted)
 -- ARGV[1] value, ARGV[2] hand-off window (ms), ARGV[3] "1" to announce
 -- "released" when nobody waits, ARGV[4] the number of permits, ARGV[5] "1"
 -- on Redis Cluster (messages on sharded pub/sub)
 -- Returns 1 when released, 0 when the value held no permit.
-local key, channel, line, holders = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local key, channel, line, holders, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local value, window, permits = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
 events_sharded = ARGV[5] == '1'
 if permits_is_lock(key) then
@@ -26,7 +27,7 @@ local count, handed = redis.call('ZCARD', key), false
 while count < permits do
   local head = redis.call('ZPOPMIN', line)[1]
   if not head then break end
-  permits_hand_over(key, channel, line, head, now, window)
+  permits_hand_over(key, counter, holders, channel, line, head, now, window)
   count, handed = count + 1, true
 end
 if not handed and ARGV[3] == '1' then events_publish(channel, 'released') end

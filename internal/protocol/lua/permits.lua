@@ -46,9 +46,12 @@ local function permits_expire(key, holders, now)
 end
 
 -- permits_hand_over gives head, a waiter just taken off the line, a permit
--- for window ms and tells it (line_grant); its own acquire confirms it.
-local function permits_hand_over(key, channel, line, head, now, window)
+-- for window ms, counts the hand-off (its fence, recorded in HOLDERS), and
+-- tells it (line_grant) with the number of live permits.
+local function permits_hand_over(key, counter, holders, channel, line, head, now, window)
   redis.call('ZADD', key, now + window, head)
-  line_grant(channel, line, head)
+  local tail, fence = line_counted(counter, window, redis.call('ZCARD', key))
+  if fence then redis.call('HSET', holders, head, string.format('%.0f %.0f', fence, now)) end
+  line_grant(channel, line, head, tail)
 end
 

@@ -1,12 +1,14 @@
--- Release (protocol 2): delete only if the value is ours, and hand the key
--- to the first waiter in line; a waiter giving up leaves the line.
--- KEYS[1] lock key, KEYS[2] events channel, KEYS[3] waiting line
+-- Release (protocols 2 and 4): delete only if the value is ours, and hand
+-- the key to the first waiter in line, counting the hand-off with the fence
+-- counter; a waiter giving up leaves the line.
+-- KEYS[1] lock key, KEYS[2] events channel, KEYS[3] waiting line, KEYS[4]
+-- fence counter
 -- ARGV[1] value, ARGV[2] hand-off window (ms), ARGV[3] "1" to announce
 -- "released" when nobody waits, ARGV[4] "1" on Redis Cluster (messages on
 -- sharded pub/sub)
 -- Returns 1 when released, 0 when the key was not ours (a semaphore's
 -- included).
-local key, channel, line = KEYS[1], KEYS[2], KEYS[3]
+local key, channel, line, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 events_sharded = ARGV[4] == '1'
 if lock_value(key) ~= ARGV[1] then
   redis.call('ZREM', line, ARGV[1])
@@ -14,7 +16,7 @@ if lock_value(key) ~= ARGV[1] then
 end
 local head = redis.call('ZPOPMIN', line)[1]
 if head then
-  hand_over(key, channel, line, head, ARGV[2])
+  hand_over(key, counter, channel, line, head, ARGV[2])
 else
   redis.call('DEL', key)
   if ARGV[3] == '1' then events_publish(channel, 'released') end

@@ -1,0 +1,119 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// A hand-off in one round trip (protocol 4, DESIGN §10.1 "Hand-off
+// validity"). The release that hands a key (or a permit) to a waiter sets
+// its expiry there, px from the grant, and increments the key's hand-off
+// counter; every "not acquired" reply reports that counter. An attempt that
+// saw a counter lower than the grant's ran before the grant, so its send
+// time is a safe start for the waiter's validity, as the send time of an
+// ordinary acquisition is: the key is the waiter's from the grant until px
+// after it. The latest "not acquired" attempt alone proves nothing: a
+// notice delayed past its window, or duplicated, may be for an earlier
+// grant after which the waiter's later attempt saw another holder.
+
+// seenAttempt is one "not acquired" attempt of a waiter: when it was sent
+// and the hand-off counter its reply reported (-1: unknown).
+type seenAttempt struct {
+	sent    time.Time
+	counter int64
+}
+
+// seenAttempts are a waiter's recent "not acquired" attempts, oldest
+// first. The counter never goes down, so neither does a later attempt's;
+// only the latest attempt per counter value is kept, and only the last few
+// (an older attempt's bound would have run out anyway).
+type seenAttempts struct {
+	list []seenAttempt
+}
+
+const maxSeenAttempts = 8
+
+// add records err's attempt, when err is a "not acquired" reply that
+// reported a counter.
+func (s *seenAttempts) add(err error) {
+	var na *NotAcquiredError
+	if !errors.As(err, &na) || na.seen.sent.IsZero() || na.seen.counter < 0 {
+		return
+	}
+	if n := len(s.list); n > 0 && s.list[n-1].counter == na.seen.counter {
+		s.list[n-1] = na.seen
+		return
+	}
+	if len(s.list) == maxSeenAttempts {
+		s.list = append(s.list[:0], s.list[1:]...)
+	}
+	s.list = append(s.list, na.seen)
+}
+
+// before is the send time of the latest attempt that saw a counter lower
+// than counter: it ran before the hand-off that set counter.
+func (s *seenAttempts) before(counter int64) (time.Time, bool) {
+	for i := len(s.list) - 1; i >= 0; i-- {
+		if testNaiveHandOff || s.list[i].counter < counter {
+			return s.list[i].sent, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// handedOver is the lease of a counted hand-off w heard for its value c,
+// started without a round trip, or nil when the waiter must confirm first
+// (its next attempt, whose acquire confirms a key handed to it): no
+// counted hand-off, a backend that does not count them, no watchdog to
+// send the confirming write, a semaphore's releaser that allows more
+// permits than this caller, no attempt known to precede the grant, or a
+// bound too short (the waiter's last attempt before the grant is older than
+// the window, or it was paused).
+//
+// The lease counts from that attempt's send: validity = sent + min(px, ttl)
+// − drift, with the fence the grant assigned. Its first renewal, the
+// confirming compare-and-PEXPIRE to the full TTL, is due halfway to that
+// bound; a lease released before then never sends it. A confirming write
+// that finds the key no longer its own loses the lease like any failed
+// renewal.
+//
+// A caller whose ctx ended takes no lease: its next attempt fails, and it
+// leaves the line, giving back a key handed to it.
+func (l *Locker) handedOver(ctx context.Context, t target, c claim, w *waiter, seen *seenAttempts) *Lease {
+	g := l.events.takeGrant(w)
+	if g == nil || ctx.Err() != nil {
+		return nil
+	}
+	if !l.backend.countsHandOffs() || l.watchdog == nil || (t.semaphore() && g.Held > t.permits) {
+		testHookHandOff(g != nil, false)
+		return nil
+	}
+	sent, ok := seen.before(g.Counter)
+	if !ok {
+		testHookHandOff(true, false)
+		return nil
+	}
+	d := min(g.PX, l.cfg.ttl)
+	validUntil := sent.Add(d - driftOf(d, l.cfg.driftFactor))
+	left := validUntil.Sub(l.cfg.clock.Now())
+	if left < g.PX/4 {
+		testHookHandOff(true, false)
+		return nil
+	}
+	var fence uint64
+	if l.cfg.fencing {
+		fence = uint64(g.Counter) //nolint:gosec // G115: ParseGrant keeps only a positive counter
+	}
+	lease, err := l.hold(t, c.value, fence, sent, validUntil, min(left/2, l.cfg.renewInterval))
+	if err != nil {
+		return nil // closed: the next attempt reports it
+	}
+	testHookHandOff(true, true)
+	return lease
+}
+
+// driftOf is the validity set aside for clock drift over d: d × factor + 2ms.
+func driftOf(d time.Duration, factor float64) time.Duration {
+	return time.Duration(float64(d)*factor) + driftConstant
+}

@@ -1,0 +1,210 @@
+package chaos
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/internal/protocol"
+	"github.com/redlease/redlease/internal/redistest"
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// The one-round-trip hand-off (protocol 4, DESIGN §10.1 "Hand-off
+// validity") under faults, with the waiters in helper processes: a notice
+// delivered late and twice, after the waiter's next attempt saw another
+// holder; a notice lost; a waiter SIGKILLed right after the grant. (A
+// waiter paused between the grant and the notice is
+// TestLineHeadPausedAcrossItsHandOff: its last attempt before the grant is
+// older than the window when it resumes, so it confirms first.)
+
+// rawHolder takes key in the test process with the protocol's acquire
+// script, for ttl, and returns its value.
+func rawHolder(ctx context.Context, t *testing.T, c *redis.Client, key string, ttl time.Duration) string {
+	t.Helper()
+	v, err := protocol.NewValue("holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := protocol.AcquireArgs{Value: v, TTL: ttl, Fencing: true, Identity: "holder"}
+	res, err := protocol.AcquireScript.Run(ctx, c, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
+	if err != nil || res[0] != 1 {
+		t.Fatalf("the holder's acquire = %v, %v", res, err)
+	}
+	return v
+}
+
+// waitSubscribed waits until channel has a subscriber.
+func waitSubscribed(ctx context.Context, t *testing.T, c *redis.Client, channel string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.PubSubNumSub(ctx, channel).Val()[channel] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("nobody subscribed to %s within 10s", channel)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A hand-off's notice never reaches its waiter in time: the waiter is
+// stopped and its subscription cut when the release hands it the key (for
+// a 200 ms window), the window runs out, another client takes the key, and
+// the waiter, resumed, tries again and sees that holder. Only then does
+// the notice arrive, twice (a copy the test took when it was sent).
+// redlease: the attempt that saw the other holder reported the hand-off's
+// counter, so the waiter does not count from it; its earlier attempt is
+// older than the window: it confirms first, fails, and gets the key after
+// the other client released it: no overlap. Naive: a waiter counting from
+// its latest "not acquired" attempt, whatever counter it saw, believes it
+// holds the key while the other client does, which S1 catches.
+func TestALateDuplicatedNoticeAfterAnotherHolder(t *testing.T) {
+	variants(t, "redlease", "naive waiter counting from its latest attempt", time.Minute, func(t *testing.T, s *scenario) {
+		srv := redistest.StartStandalone(t)
+		c := srv.Client(t)
+		ctx := s.ctx
+		const key = "late-notice"
+		holder := rawHolder(ctx, t, c, key, 3*time.Second)
+		role := "line-waiter"
+		if s.naive {
+			role = "naive-counting-waiter"
+		}
+		env := map[string]string{"REDIS": srv.Addr(), "KEY": key, "TTL": "2s", "HOLD": "50ms", "ROUNDS": "1"}
+		w := queueHelpers(t, c, key, 1, role, env)[0]
+		identity := map[bool]string{false: "waiter-", true: "naive-"}[s.naive] + strconv.Itoa(w.cmd.Process.Pid)
+		waiterChannel := protocol.WaiterChannel(key, identity)
+		waitSubscribed(ctx, t, c, waiterChannel)
+		time.Sleep(200 * time.Millisecond) // its attempt once subscribed has run
+
+		w.signal(syscall.SIGSTOP)
+		if err := c.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+			t.Fatal(err)
+		}
+		capture := c.Subscribe(ctx, waiterChannel)
+		if _, err := capture.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := protocol.Release(ctx, protocol.Scripts(c), key, holder, 200*time.Millisecond, false, false); err != nil || !ok {
+			t.Fatalf("release = %v, %v", ok, err)
+		}
+		notice, err := capture.ReceiveMessage(ctx)
+		if err != nil || !strings.HasPrefix(notice.Payload, "granted ") {
+			t.Fatalf("the notice = %v, %v", notice, err)
+		}
+		_ = capture.Close() // from now on only the waiter listens there
+
+		time.Sleep(300 * time.Millisecond) // the hand-off runs out
+		other := newLocker(t, srv.Client(t), lock.WithTTL(2*time.Second), lock.WithIdentity("other"))
+		lease, err := other.TryAcquire(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := Mono()
+		w.signal(syscall.SIGCONT)
+		deadline := time.Now().Add(5 * time.Second)
+		// Its subscription is back, and its next attempt saw the other
+		// holder (it queued again).
+		for c.ZCard(ctx, protocol.LineKey(key)).Val() == 0 || c.PubSubNumSub(ctx, waiterChannel).Val()[waiterChannel] == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the resumed waiter did not subscribe and try again within 5s")
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		for range 2 {
+			if err := c.Publish(ctx, waiterChannel, notice.Payload).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(500 * time.Millisecond) // the other client holds on
+		if err := s.release("other", lease, from); err != nil {
+			t.Fatalf("the other client's release: %v", err)
+		}
+		kind := map[bool]string{false: "claim", true: "holding"}[s.naive]
+		if vs := s.collectClaims([]*helper{w}, kind, time.Now().Add(10*time.Second)); len(vs) > 0 {
+			t.Fatal(vs[0])
+		}
+		s.check("S1", Overlaps(s.h.Claims()))
+	})
+}
+
+// A hand-off's notice is lost: the waiters' subscriptions are cut just
+// before the release. redlease: the subscription comes back and its oldest
+// waiter looks, finds the key handed to it and confirms; then the next:
+// each gets the key, with no overlap and increasing fences. Naive: waiters
+// that trust the messages alone (and come back only after a back-off) miss
+// it and wait on.
+func TestALostNotice(t *testing.T) {
+	variants(t, "redlease", "naive waiters that trust the messages alone", time.Minute, func(t *testing.T, s *scenario) {
+		srv := redistest.StartStandalone(t)
+		c := srv.Client(t)
+		ctx := s.ctx
+		const key = "lost-notice"
+		const ttl = 3 * time.Second
+		lease, from := holdInThisProcess(t, srv, key, ttl)
+		role, env := "line-waiter", map[string]string{"REDIS": srv.Addr(), "KEY": key, "TTL": ttl.String(), "HOLD": "50ms", "ROUNDS": "1"}
+		if s.naive {
+			role, env["CONFIRM"] = "naive-line-waiter", "1"
+		}
+		ws := queueHelpers(t, c, key, 2, role, env)
+		time.Sleep(200 * time.Millisecond) // their attempts once subscribed have run
+		if err := c.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.release("holder", lease, from); err != nil {
+			t.Fatal(err)
+		}
+		// Expected: a reconnect (about 100 ms), a confirmation and two
+		// holds; the naive waiters come back after 2 s, past the window.
+		// Bound: 1.5 s.
+		s.check("liveness", s.collectClaims(ws, "claim", time.Now().Add(1500*time.Millisecond)))
+		if !s.naive {
+			s.check("S1", Overlaps(s.h.Claims()))
+			s.check("fences", FencesNotIncreasing(s.h.Claims()))
+		}
+	})
+}
+
+// The waiter handed the key is SIGKILLed right after the grant, whether or
+// not it had started its lease. redlease: its lease, if it started, ended
+// no later than the hand-off's expiry, so the waiter behind it, which gets
+// the key once that window ran out, never overlaps it. Naive: a waiter
+// that takes the notice as a lease for a TTL from when it reads it
+// believes it holds the key past the window, while the next one holds it.
+func TestAWaiterKilledRightAfterTheGrant(t *testing.T) {
+	variants(t, "redlease", "naive waiter that takes the notice as a lease for a TTL", time.Minute, func(t *testing.T, s *scenario) {
+		srv := redistest.StartStandalone(t)
+		c := srv.Client(t)
+		const key = "killed-after-grant"
+		const ttl = 3 * time.Second
+		lease, from := holdInThisProcess(t, srv, key, ttl)
+		env := map[string]string{"REDIS": srv.Addr(), "KEY": key, "TTL": ttl.String(), "HOLD": "10s", "ROUNDS": "1"}
+		role := "line-waiter"
+		if s.naive {
+			role = "naive-line-waiter"
+		}
+		head := queueHelpers(t, c, key, 1, role, env)[0]
+		env["HOLD"] = "50ms"
+		next := queueHelpers(t, c, key, 1, "line-waiter", env)[0]
+		time.Sleep(200 * time.Millisecond) // their attempts once subscribed have run
+		if err := s.release("holder", lease, from); err != nil {
+			t.Fatal(err)
+		}
+		e, ok := head.await("holding", time.Now().Add(3*time.Second))
+		head.signal(syscall.SIGKILL)
+		_ = head.cmd.Wait()
+		if ok {
+			s.h.Claim(*e.Claim) // what it believed when it died
+		} else if !s.naive {
+			t.Log("the head died before it started its lease")
+		}
+		// Expected: the 1 s window, then one hold. Bound: 4 s.
+		if vs := s.collectClaims([]*helper{next}, "claim", time.Now().Add(4*time.Second)); len(vs) > 0 {
+			t.Fatal(vs[0])
+		}
+		s.check("S1", Overlaps(s.h.Claims()))
+	})
+}
