@@ -186,8 +186,10 @@ func (c *Caller) first() way {
 
 // settled: cmd, sent the way first, needs no second try.
 func (c *Caller) settled(first way, cmd *redis.Cmd) bool {
+	// A nil error first: redis.HasErrorPrefix allocates even for nil, and
+	// this runs for every call.
 	err := cmd.Err()
-	return !first.wrong(err) && !redis.HasErrorPrefix(err, "NOSCRIPT")
+	return err == nil || !first.wrong(err) && !redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
 // again sends, with queue, in one more pipeline, the calls whose cmds
@@ -200,6 +202,7 @@ func (c *Caller) again(ctx context.Context, client redis.Cmdable, calls []Call, 
 	)
 	for i, cmd := range cmds {
 		switch err := cmd.Err(); {
+		case err == nil:
 		case redis.HasErrorPrefix(err, "NOSCRIPT"):
 			idx, ways = append(idx, i), append(ways, wayEval)
 		case first.wrong(err) && c.mode != FunctionsOff:

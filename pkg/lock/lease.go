@@ -251,7 +251,7 @@ func (s *Lease) Release(ctx context.Context) error {
 	// release to reach Redis before its caller closes the clients.
 	s.locker.inflight.RLock()
 	defer s.locker.inflight.RUnlock()
-	first := s.end(fmt.Errorf("%w: %q", ErrReleased, s.key), "")
+	first := s.end(&releasedError{key: s.key}, "")
 	prior := s.Err()
 	if !first && errors.Is(prior, ErrReleased) {
 		return prior
@@ -277,3 +277,12 @@ func (s *Lease) Release(ctx context.Context) error {
 	s.locker.cfg.logger.V(1).Info("lease released", "key", s.key, "fence", s.fence)
 	return nil
 }
+
+// releasedError is ErrReleased for one key, formatted only when read: every
+// release ends its lease with one, and most callers never read it
+// (fmt.Errorf would cost two more allocations on every release).
+type releasedError struct{ key string }
+
+func (e *releasedError) Error() string { return fmt.Sprintf("%s: %q", ErrReleased, e.key) }
+
+func (e *releasedError) Unwrap() error { return ErrReleased }

@@ -348,7 +348,9 @@ func (s *single) renewBatch(ctx context.Context, client redis.Cmdable, rs []rene
 	if client != s.client {
 		var moved []int
 		for i, cmd := range cmds {
-			if redis.HasErrorPrefix(cmd.Err(), "MOVED") || redis.HasErrorPrefix(cmd.Err(), "ASK") {
+			// redis.HasErrorPrefix allocates even for nil: the common case
+			// is checked first.
+			if err := cmd.Err(); err != nil && (redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")) {
 				moved = append(moved, i)
 			}
 		}
