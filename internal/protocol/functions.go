@@ -192,6 +192,21 @@ func (c *Caller) settled(first way, cmd *redis.Cmd) bool {
 	return err == nil || !first.wrong(err) && !redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
+// retryWay is the way to send again a call that failed with err, sent the
+// way first, if it is to be sent again. A nil error is checked first:
+// redis.HasErrorPrefix allocates even for nil.
+func (c *Caller) retryWay(first way, err error) (way, bool) {
+	switch {
+	case err == nil:
+		return first, false
+	case redis.HasErrorPrefix(err, "NOSCRIPT"):
+		return wayEval, true
+	case first.wrong(err) && c.mode != FunctionsOff:
+		return c.otherWay(first), true
+	}
+	return first, false
+}
+
 // again sends, with queue, in one more pipeline, the calls whose cmds
 // (sent the way first) are not settled, each the other way, and updates
 // the choice.
@@ -201,12 +216,8 @@ func (c *Caller) again(ctx context.Context, client redis.Cmdable, calls []Call, 
 		ways []way
 	)
 	for i, cmd := range cmds {
-		switch err := cmd.Err(); {
-		case err == nil:
-		case redis.HasErrorPrefix(err, "NOSCRIPT"):
-			idx, ways = append(idx, i), append(ways, wayEval)
-		case first.wrong(err) && c.mode != FunctionsOff:
-			idx, ways = append(idx, i), append(ways, c.otherWay(first))
+		if w, ok := c.retryWay(first, cmd.Err()); ok {
+			idx, ways = append(idx, i), append(ways, w)
 		}
 	}
 	if len(idx) == 0 {
