@@ -6,9 +6,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"k8s.io/client-go/rest"
-
-	"github.com/redlease/redlease/pkg/kube"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -25,11 +22,7 @@ func runLeader(namespace, lockName string) int {
 		say(event{Worker: lock.DefaultIdentity(), Kind: "error", Detail: err.Error()})
 		return 1
 	}
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		return fail(err)
-	}
-	l, err := kube.NewLocker(ctx, cfg, namespace, lockName)
+	l, err := podLocker(ctx, "", namespace, lockName)
 	if err != nil {
 		return fail(err)
 	}

@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/redlease/redlease/pkg/fence"
-	"github.com/redlease/redlease/pkg/kube"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -57,12 +55,7 @@ func increment(ctx context.Context, store *fence.RedisStore, worker, ns string, 
 // its service account).
 func runWorker(name, kubeconfig, namespace, lockName, storeAddr string, rounds int, work time.Duration) int {
 	ctx := context.Background()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		say(event{Worker: name, Kind: "error", Detail: err.Error()})
-		return 1
-	}
-	l, err := kube.NewLocker(ctx, cfg, namespace, lockName, lock.WithIdentity(name))
+	l, err := podLocker(ctx, kubeconfig, namespace, lockName, lock.WithIdentity(name))
 	if err != nil {
 		say(event{Worker: name, Kind: "error", Detail: err.Error()})
 		return 1

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/internal/redisconn"
 )
 
 // defaultUser is Redis's built-in user: never provisioned, never pruned.
@@ -156,10 +158,6 @@ func classify(err error) error {
 	return withoutArgs{err}
 }
 
-// argsEcho is where Redis and Valkey start quoting a refused command's
-// arguments ("ERR unknown command 'acl', with args beginning with: ...").
-const argsEcho = ", with args beginning with"
-
 // withoutArgs is a reply without the arguments a server echoes: ACL
 // SETUSER's carry a password hash, which must stay out of error texts and
 // so out of status (where a new hash on each attempt would also rewrite
@@ -168,10 +166,7 @@ const argsEcho = ", with args beginning with"
 type withoutArgs struct{ err error }
 
 func (w withoutArgs) Error() string {
-	s := w.err.Error()
-	if i := strings.Index(s, argsEcho); i >= 0 {
-		s = s[:i]
-	}
+	s := redisconn.WithoutEchoedArgs(w.err.Error())
 	if i := strings.Index(s, "modifier '"); i >= 0 {
 		s = s[:i+len("modifier")]
 	}

@@ -18,6 +18,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/internal/redisconn"
 )
 
 // maxReplyText bounds the part of a Redis error reply StatusText keeps.
@@ -60,10 +62,7 @@ func StatusText(err error) string {
 // valid UTF-8, no control or format characters (newlines, escapes, bidi
 // overrides), spaces collapsed, at most maxReplyText bytes.
 func replyText(s string) string {
-	if i := strings.Index(s, ", with args beginning with"); i >= 0 {
-		s = s[:i]
-	}
-	s = strings.ToValidUTF8(s, "?")
+	s = strings.ToValidUTF8(redisconn.WithoutEchoedArgs(s), "?")
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return ' '
