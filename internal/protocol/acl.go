@@ -36,6 +36,10 @@ type ACLOptions struct {
 	// SCRIPT KILL) or fill its memory. Needs Functions, and the library
 	// loaded on every master.
 	FunctionsOnly bool
+	// Quarantine allows INFO's server and replication sections, which the
+	// failover quarantine's scripts read (Quarantine): they also show the
+	// tenant the server's pid, paths and replica addresses (SECURITY.md).
+	Quarantine bool
 }
 
 // tenantCommands are the commands every tenant needs: what pkg/lock,
@@ -88,6 +92,10 @@ var clusterCommands = []string{"cluster|slots", "asking", "readonly", "command"}
 // on Redis Cluster where the servers have them.
 var shardedPubSubCommands = []string{"spublish", "ssubscribe", "sunsubscribe"}
 
+// quarantineCommands are the INFO sections lua/epoch.lua reads: the
+// server's run ID and replication IDs.
+var quarantineCommands = []string{"info|server", "info|replication"}
+
 // TenantACLRules are the ACL SETUSER rules of namespace's Redis user on a
 // lock store with isolation ACL: its keys are "<ns>/…" and their derived
 // "{<ns>/…}:fence", its channels "{<ns>/…}:events" (or "<ns>/…:events" for
@@ -137,6 +145,9 @@ func TenantACLRules(namespace string, opts ACLOptions) ([]string, error) {
 	}
 	if opts.ClientSetInfo {
 		allow([]string{"client|setinfo"})
+	}
+	if opts.Quarantine {
+		allow(quarantineCommands)
 	}
 	return rules, nil
 }

@@ -78,7 +78,7 @@ func (h handOff) give(old bool, v string) {
 			v, 1000, "0", "0").Int64()
 	default:
 		var ok bool
-		ok, err = protocol.Release(h.s.ctx, h.s.r, h.key, v, time.Second, false, false)
+		ok, err = protocol.Release(h.s.ctx, h.s.r, h.key, v, protocol.ReleaseArgs{Window: time.Second})
 		n = map[bool]int64{true: 1}[ok]
 	}
 	h.s.must(err)

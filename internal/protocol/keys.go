@@ -34,6 +34,11 @@ func WaiterChannel(key, identity string) string { return EventsChannel(key) + "@
 // sorted set of waiters' values by arrival.
 func LineKey(key string) string { return derivedKey(key, "line") }
 
+// EpochKey is the epoch record of lock key K ("{K}:epoch", same rule): a
+// hash naming the server that last granted or renewed K, for the failover
+// quarantine (Quarantine).
+func EpochKey(key string) string { return derivedKey(key, "epoch") }
+
 // PermitLineKey is the waiting line of semaphore key K ("{K}:permit-line",
 // same rule): a sorted set of waiters' values by arrival, like LineKey's. A
 // semaphore's line is its own so that a hand-off of one kind (a lock key, a

@@ -23,6 +23,8 @@ var (
 	takenSrc string
 	//go:embed lua/value.lua
 	valueSrc string
+	//go:embed lua/epoch.lua
+	epochSrc string
 
 	//go:embed lua/acquire.lua
 	acquireSrc string
@@ -30,17 +32,17 @@ var (
 	// fence} when acquired, {0, pttl, counter} when not (counter: the
 	// hand-off counter the attempt saw, protocol 4), or an error with the
 	// lock key not taken.
-	AcquireScript = newScript("acquire", fenceSrc+lineSrc+takenSrc+valueSrc+acquireSrc, false)
+	AcquireScript = newScript("acquire", fenceSrc+lineSrc+takenSrc+valueSrc+epochSrc+acquireSrc, false)
 
 	//go:embed lua/release.lua
 	releaseSrc    string
-	releaseScript = newScript("release", fenceSrc+lineSrc+valueSrc+releaseSrc, false)
+	releaseScript = newScript("release", fenceSrc+lineSrc+valueSrc+epochSrc+releaseSrc, false)
 
 	//go:embed lua/renew.lua
 	renewSrc string
-	// RenewScript: KEYS lock key; ARGV value, ttl (ms). Replies 1 when
+	// RenewScript: KEYS RenewKeys; ARGV RenewArgv. Replies 1 when
 	// extended, 0 when the key was no longer ours.
-	RenewScript = newScript("renew", valueSrc+renewSrc, false)
+	RenewScript = newScript("renew", valueSrc+epochSrc+renewSrc, false)
 
 	//go:embed lua/raise_fence.lua
 	raiseFenceSrc    string
@@ -93,7 +95,7 @@ var (
 // scripts are every script of the protocol, in the order the library
 // registers them.
 var scripts = []*Script{AcquireScript, releaseScript, RenewScript, raiseFenceScript, AcquirePermitScript,
-	releasePermitScript, RenewPermitScript, readScript, FenceWriteScript, ElectionRecordScript}
+	releasePermitScript, RenewPermitScript, readScript, FenceWriteScript, ElectionRecordScript, epochReadScript}
 
 // HandoffWindow bounds how long a released key waits for the waiter it was
 // handed to (at most the lock's TTL): a waiter that died at the head of the
@@ -104,7 +106,16 @@ const HandoffWindow = time.Second
 
 // AcquireKeys are the KEYS of AcquireScript for lock key.
 func AcquireKeys(key string) []string {
-	return []string{key, FenceKey(key), EventsChannel(key), LineKey(key)}
+	return []string{key, FenceKey(key), EventsChannel(key), LineKey(key), EpochKey(key)}
+}
+
+// RenewKeys are the KEYS of RenewScript for lock key.
+func RenewKeys(key string) []string { return []string{key, EpochKey(key)} }
+
+// RenewArgv is the ARGV of RenewScript: value's lease extended to ttl,
+// under q.
+func RenewArgv(value string, ttl time.Duration, q Quarantine) []any {
+	return append([]any{value, Millis(ttl)}, q.argv()...)
 }
 
 // AcquireArgs are one acquisition attempt's arguments.
@@ -135,10 +146,14 @@ type AcquireArgs struct {
 	// falling back to PUBLISH where the server does not know it): for
 	// callers on Redis Cluster, whose waiters subscribe with SSUBSCRIBE.
 	Sharded bool
+	// Quarantine holds grants back after a failover (locks only).
+	Quarantine Quarantine
 }
 
 // Argv is the ARGV of AcquireScript.
-func (a AcquireArgs) Argv() []any { return append(a.common(), flag(a.Sharded)) }
+func (a AcquireArgs) Argv() []any {
+	return append(append(a.common(), flag(a.Sharded)), a.Quarantine.argv()...)
+}
 
 // PermitArgv is the ARGV of AcquirePermitScript: Argv's with Permits
 // before Sharded.
@@ -162,14 +177,29 @@ func Millis(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
+// ReleaseArgs are a release's arguments besides the key and value.
+type ReleaseArgs struct {
+	// Window is how long the waiter handed the key has to confirm it.
+	Window time.Duration
+	// Announce says "released" when nobody waits.
+	Announce bool
+	// Sharded is AcquireArgs.Sharded.
+	Sharded bool
+	// TTL is the lock's, and Quarantine its failover quarantine: a
+	// release during a quarantine hands the key to nobody.
+	TTL        time.Duration
+	Quarantine Quarantine
+}
+
 // Release deletes key if it still holds value and hands it to the first
-// waiter in line (who has window to confirm), or, when nobody waits,
-// deletes it (and with announce says "released"); a value that does not
-// hold the key leaves the line. False when the key was not ours. sharded
-// is AcquireArgs.Sharded.
-func Release(ctx context.Context, r Runner, key, value string, window time.Duration, announce, sharded bool) (bool, error) {
-	keys := []string{key, EventsChannel(key), LineKey(key), FenceKey(key)}
-	n, err := r.Run(ctx, Call{releaseScript, keys, []any{value, Millis(window), flag(announce), flag(sharded)}}).Int64()
+// waiter in line (who has a.Window to confirm), or, when nobody waits or
+// a failover quarantine holds grants back, deletes it (and with
+// a.Announce says "released"); a value that does not hold the key leaves
+// the line. False when the key was not ours.
+func Release(ctx context.Context, r Runner, key, value string, a ReleaseArgs) (bool, error) {
+	keys := []string{key, EventsChannel(key), LineKey(key), FenceKey(key), EpochKey(key)}
+	args := append([]any{value, Millis(a.Window), flag(a.Announce), flag(a.Sharded), Millis(a.TTL)}, a.Quarantine.argv()...)
+	n, err := r.Run(ctx, Call{releaseScript, keys, args}).Int64()
 	if err != nil {
 		return false, fmt.Errorf("release %q: %w", key, err)
 	}

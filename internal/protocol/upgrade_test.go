@@ -90,7 +90,7 @@ func (s *server) take(key, value string, queued bool) (bool, int64) {
 
 func (s *server) give(key, value string, window time.Duration) bool {
 	s.t.Helper()
-	ok, err := protocol.Release(s.ctx, s.r, key, value, window, false, false)
+	ok, err := protocol.Release(s.ctx, s.r, key, value, protocol.ReleaseArgs{Window: window})
 	s.must(err)
 	return ok
 }

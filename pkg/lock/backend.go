@@ -65,4 +65,7 @@ type attempt struct {
 	// counter is, when not acquired, the key's hand-off counter as the
 	// attempt saw it (protocol 4); -1 when unknown.
 	counter int64
+	// quarantine is, when not acquired, how long a failover quarantine
+	// still holds grants back (0: none).
+	quarantine time.Duration
 }

@@ -49,6 +49,10 @@ type NotAcquiredError struct {
 	HolderTTL time.Duration
 	// Permits is the semaphore's number of permits; 0 for a lock.
 	Permits int
+	// Quarantine is how long a failover quarantine still holds grants back
+	// (WithFailoverQuarantine; HolderTTL is then at least as long); 0 when
+	// none.
+	Quarantine time.Duration
 	// Reason is set when the attempt itself succeeded on the server but did
 	// not count (for example, its validity ran out before it completed).
 	Reason string
@@ -61,6 +65,9 @@ type NotAcquiredError struct {
 func (e *NotAcquiredError) Error() string {
 	if e.Reason != "" {
 		return fmt.Sprintf("lock: %q not acquired: %s", e.Key, e.Reason)
+	}
+	if e.Quarantine > 0 {
+		return fmt.Sprintf("lock: %q not acquired: its server changed (a failover or a restart), and a quarantine holds grants back for %v more", e.Key, e.Quarantine)
 	}
 	if e.Permits > 0 {
 		return fmt.Sprintf("lock: no permit of semaphore %q acquired: none of its %d free, one frees by expiry in %v", e.Key, e.Permits, e.HolderTTL)

@@ -158,7 +158,7 @@ func TestALateNoticeIsNotALease(t *testing.T) {
 				got <- result{l, time.Now()}
 			}()
 			waitQueued(ctx, t, admin, key, protocol.LineKey(key), "waiter")
-			if ok, err := protocol.Release(ctx, protocol.Scripts(admin), key, holderValue, 200*time.Millisecond, false, false); err != nil || !ok {
+			if ok, err := protocol.Release(ctx, protocol.Scripts(admin), key, holderValue, protocol.ReleaseArgs{Window: 200 * time.Millisecond}); err != nil || !ok {
 				t.Fatalf("release = %v, %v", ok, err)
 			}
 			// The hand-off runs out; the other client takes the key.

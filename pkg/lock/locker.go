@@ -244,7 +244,7 @@ func (l *Locker) try(ctx context.Context, t target, c claim) (lease *Lease, spen
 		return nil, true, err
 	}
 	if !a.acquired {
-		return nil, false, &NotAcquiredError{Key: key, HolderTTL: a.holderTTL, Permits: t.permits,
+		return nil, false, &NotAcquiredError{Key: key, HolderTTL: a.holderTTL, Permits: t.permits, Quarantine: a.quarantine,
 			seen: seenAttempt{sent: sent, counter: a.counter}}
 	}
 	validUntil := sent.Add(l.cfg.ttl - l.cfg.drift())

@@ -32,6 +32,7 @@ type config struct {
 	closeTimeout  time.Duration
 	nodeTimeout   time.Duration // Redlock; 0: nodeTimeoutFor's default
 	functions     Functions
+	quarantine    protocol.Quarantine
 }
 
 const (
@@ -171,6 +172,45 @@ func knownFunctions(f Functions) bool {
 // ErrLibraryMissing.
 func WithFunctions(f Functions) Option { return func(c *config) { c.functions = f } }
 
+// MissingEpoch says what a key without an epoch record means to the
+// failover quarantine (WithFailoverQuarantine).
+type MissingEpoch int
+
+const (
+	// MissingEpochWaits reads a missing record as one lost with its key:
+	// the first acquisition of a key waits one quarantine. The operator's
+	// locks use it at no cost: the controller writes their records ahead
+	// of first use, so only a lost record waits.
+	MissingEpochWaits MissingEpoch = iota
+	// MissingEpochIsNew reads a missing record as a new key: no wait. A
+	// failover that loses a key together with its record (both written
+	// after the last write the promoted replica received) then goes
+	// unnoticed, as without quarantine.
+	MissingEpochIsNew
+)
+
+// WithFailoverQuarantine makes the lock's scripts hold grants back after
+// its key's server changed (a replica promoted by an asynchronous failover,
+// a restart that may have lost writes), until every lease the old server
+// granted or renewed has ended on its holder's clock: the longest TTL
+// granted on the key, plus cutoff, plus 2 % for clock drift. cutoff bounds
+// how long a master cut off from its replicas may still accept writes:
+// min-replicas-max-lag plus 1 s where every replica is required
+// (min-replicas-to-write equal to the number of replicas; with fewer, a
+// partitioned master keeping one replica accepts writes for as long as the
+// partition lasts, and no cutoff holds), 0 on a standalone server. Waiters
+// keep their places and wait it out; Lease holders whose keys survived are
+// not disturbed. Every client of a key must use it (protocol 5: older
+// clients grant during a quarantine). It costs no round trip: two INFO
+// sections and a read of the record per acquisition, renewal and release
+// (the Redis user needs +info). docs/protocol.md argues the bound. Not with
+// NewRedlock or semaphores. Default: off.
+func WithFailoverQuarantine(cutoff time.Duration, missing MissingEpoch) Option {
+	return func(c *config) {
+		c.quarantine = protocol.Quarantine{On: true, Cutoff: cutoff, MissingWaits: missing == MissingEpochWaits}
+	}
+}
+
 // WithClock injects the time source (tests). Default: the system clock.
 func WithClock(clock Clock) Option { return func(c *config) { c.clock = clock } }
 
@@ -214,6 +254,8 @@ func (c *config) validate() error {
 		return invalidConfig("nil clock")
 	case !knownFunctions(c.functions):
 		return invalidConfig("unknown Functions %d", c.functions)
+	case c.quarantine.Cutoff < 0:
+		return invalidConfig("failover quarantine cutoff %v is negative", c.quarantine.Cutoff)
 	}
 	return invalid(protocol.ValidateIdentity(c.identity))
 }

@@ -40,6 +40,9 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	if cfg.fifo {
 		return nil, invalidConfig("WithFIFO does not apply to Redlock: its waiting line would need a quorum of its own")
 	}
+	if cfg.quarantine.On {
+		return nil, invalidConfig("WithFailoverQuarantine does not apply to Redlock: its nodes are independent masters, with no failover to wait out")
+	}
 	r := &redlock{quorum: len(clients)/2 + 1, fencing: cfg.fencing, timeout: cfg.nodeTimeoutFor(), clock: cfg.clock}
 	for i, c := range clients {
 		n, err := newSingle(c, &cfg)

@@ -29,6 +29,8 @@ type single struct {
 	window     time.Duration
 	acks       int
 	ackTimeout time.Duration
+	ttl        time.Duration
+	quarantine protocol.Quarantine
 	// giveBackTimeout bounds the release of an acquisition that will not
 	// be used (a failed WAIT, an attempt whose outcome is unknown).
 	giveBackTimeout time.Duration
@@ -60,7 +62,7 @@ func newSingle(client redis.UniversalClient, c *config) (*single, error) {
 	stopCtx, stop := context.WithCancel(context.Background())
 	_, sharded := client.(*redis.ClusterClient)
 	s := &single{client: client, identity: c.identity, fencing: c.fencing, announce: c.announce, released: c.announce, fifo: c.fifo, sharded: sharded,
-		window: c.handoffWindow(), acks: c.replicaAcks, ackTimeout: c.replicaWait,
+		window: c.handoffWindow(), acks: c.replicaAcks, ackTimeout: c.replicaWait, ttl: c.ttl, quarantine: c.quarantine,
 		giveBackTimeout: min(c.ttl, c.closeTimeout), calls: protocol.NewCaller(c.functions), stopCtx: stopCtx, stop: stop}
 	s.run = s.calls.On(client)
 	return s, nil
@@ -118,7 +120,7 @@ func (s *single) countsHandOffs() bool { return s.acks == 0 }
 func (s *single) acquire(ctx context.Context, t target, c claim) (attempt, error) {
 	key, value := t.key, c.value
 	args := protocol.AcquireArgs{Value: value, TTL: c.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
-		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits, Sharded: s.sharded}
+		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits, Sharded: s.sharded, Quarantine: s.quarantine}
 	call := protocol.Call{Script: protocol.AcquireScript, Keys: protocol.AcquireKeys(key), Args: args.Argv()}
 	if t.semaphore() {
 		call = protocol.Call{Script: protocol.AcquirePermitScript, Keys: protocol.AcquirePermitKeys(key), Args: args.PermitArgv()}
@@ -152,14 +154,17 @@ func parseAttempt(key string, cmd *redis.Cmd) (attempt, error) {
 	switch {
 	case err != nil:
 		return attempt{}, fmt.Errorf("lock: acquire %q: %w", key, err)
-	case len(res) < 2 || len(res) > 3 || res[0] == 1 && len(res) != 2:
+	case len(res) < 2 || len(res) > 4 || res[0] == 1 && len(res) != 2:
 		return attempt{}, fmt.Errorf("lock: acquire %q: unexpected reply %v", key, res)
 	case res[0] == 1:
 		return attempt{acquired: true, fence: uint64(res[1])}, nil //nolint:gosec // G115: acquire.lua returns a fence in [0, 2^53), never negative
 	}
 	a := attempt{holderTTL: time.Duration(res[1]) * time.Millisecond, counter: -1}
-	if len(res) == 3 {
+	if len(res) >= 3 {
 		a.counter = res[2]
+	}
+	if len(res) == 4 {
+		a.quarantine = time.Duration(res[3]) * time.Millisecond
 	}
 	return a, nil
 }
@@ -269,7 +274,7 @@ func ambiguous(err error) bool {
 // otherwise): a replica promoted after an unacknowledged renewal may hold
 // the key only as long as the previous acknowledged TTL.
 func (s *single) renew(ctx context.Context, t target, value string, ttl time.Duration) (bool, error) {
-	cmd, wait := s.eval(ctx, t.key, renewCall(t, value, ttl))
+	cmd, wait := s.eval(ctx, t.key, s.renewCall(t, value, ttl))
 	ok, err := renewReply(t.key, cmd)
 	if !ok || err != nil {
 		return false, err
@@ -278,11 +283,11 @@ func (s *single) renew(ctx context.Context, t target, value string, ttl time.Dur
 }
 
 // renewCall is the renewal of value's hold on t for ttl.
-func renewCall(t target, value string, ttl time.Duration) protocol.Call {
+func (s *single) renewCall(t target, value string, ttl time.Duration) protocol.Call {
 	if t.semaphore() {
 		return protocol.Call{Script: protocol.RenewPermitScript, Keys: protocol.RenewPermitKeys(t.key), Args: []any{value, protocol.Millis(ttl)}}
 	}
-	return protocol.Call{Script: protocol.RenewScript, Keys: []string{t.key}, Args: []any{value, protocol.Millis(ttl)}}
+	return protocol.Call{Script: protocol.RenewScript, Keys: protocol.RenewKeys(t.key), Args: protocol.RenewArgv(value, ttl, s.quarantine)}
 }
 
 func renewReply(key string, cmd *redis.Cmd) (bool, error) {
@@ -342,7 +347,7 @@ func (s *single) byNode(leases []*Lease) []nodeLeases {
 func (s *single) renewBatch(ctx context.Context, client redis.Cmdable, rs []renewal) []renewResult {
 	calls := make([]protocol.Call, len(rs))
 	for i, r := range rs {
-		calls[i] = renewCall(r.target, r.value, r.ttl)
+		calls[i] = s.renewCall(r.target, r.value, r.ttl)
 	}
 	cmds := s.calls.Pipelined(ctx, client, calls, nil)
 	if client != s.client {
@@ -377,7 +382,8 @@ func (s *single) release(ctx context.Context, t target, value string) (bool, err
 	if t.semaphore() {
 		ok, err = protocol.ReleasePermit(ctx, s.run, t.key, value, t.permits, s.window, s.released, s.sharded)
 	} else {
-		ok, err = protocol.Release(ctx, s.run, t.key, value, s.window, s.released, s.sharded)
+		ok, err = protocol.Release(ctx, s.run, t.key, value, protocol.ReleaseArgs{Window: s.window, Announce: s.released,
+			Sharded: s.sharded, TTL: s.ttl, Quarantine: s.quarantine})
 	}
 	if err != nil {
 		return false, fmt.Errorf("lock: %w", err)

@@ -88,7 +88,7 @@ func TestALateDuplicatedNoticeAfterAnotherHolder(t *testing.T) {
 		if _, err := capture.Receive(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := protocol.Release(ctx, protocol.Scripts(c), key, holder, 200*time.Millisecond, false, false); err != nil || !ok {
+		if ok, err := protocol.Release(ctx, protocol.Scripts(c), key, holder, protocol.ReleaseArgs{Window: 200 * time.Millisecond}); err != nil || !ok {
 			t.Fatalf("release = %v, %v", ok, err)
 		}
 		notice, err := capture.ReceiveMessage(ctx)

@@ -112,7 +112,7 @@ func naiveConfirm(ctx context.Context, client *redis.Client, key, id string, arg
 	until := from + int64(args.TTL)
 	emit(event{Kind: "holding", Claim: &Claim{Client: id, Key: key, Fence: fence, From: from, Until: until}})
 	time.Sleep(hold)
-	_, _ = protocol.Release(ctx, protocol.Scripts(client), key, args.Value, time.Second, false, false)
+	_, _ = protocol.Release(ctx, protocol.Scripts(client), key, args.Value, protocol.ReleaseArgs{Window: time.Second})
 	emit(event{Kind: "claim", Claim: &Claim{Client: id, Key: key, Fence: fence, From: from, Until: min(until, Mono())}})
 	return 0
 }

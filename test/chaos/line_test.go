@@ -113,7 +113,7 @@ func TestLineHeadKilled(t *testing.T) {
 		if s.naive {
 			window = time.Hour
 		}
-		if ok, err := protocol.Release(ctx, protocol.Scripts(c), key, holder, window, false, false); err != nil || !ok {
+		if ok, err := protocol.Release(ctx, protocol.Scripts(c), key, holder, protocol.ReleaseArgs{Window: window}); err != nil || !ok {
 			t.Fatalf("release = %v, %v", ok, err)
 		}
 		s.h.Claim(Claim{Client: "holder", Key: key, Fence: uint64(res[1]), From: from, Until: Mono()}) //nolint:gosec // G115: a fence is in [1, 2^53)

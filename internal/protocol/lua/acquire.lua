@@ -1,17 +1,20 @@
 -- Acquire (protocols 2 and 4): one round trip, atomic on the server.
 -- KEYS[1] lock key, KEYS[2] fence counter, KEYS[3] events channel,
--- KEYS[4] waiting line
+-- KEYS[4] waiting line, KEYS[5] epoch record (lua/epoch.lua)
 -- ARGV[1] value, ARGV[2] ttl (ms), ARGV[3] "1" to increment the fence,
 -- ARGV[4] identity, ARGV[5] "1" to announce "acquired <identity>",
 -- ARGV[6] place (ms): 0 = do not queue, else how long the line is kept
 -- for this waiter without another attempt, ARGV[7] "1" when this value may
 -- be in the line already, ARGV[8] "1" for strict FIFO, ARGV[9] hand-off
--- window (ms), ARGV[10] "1" on Redis Cluster (messages on sharded pub/sub)
+-- window (ms), ARGV[10] "1" on Redis Cluster (messages on sharded pub/sub),
+-- ARGV[11] the failover quarantine's cutoff (ms; '' for no quarantine),
+-- ARGV[12] "1" when a missing epoch record is a loss (protocol 5)
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl,
 -- counter} when not (pttl -1: the key has no TTL; a semaphore holding the
 -- key: when its last permit expires; counter: the hand-off counter as this
--- attempt saw it, lua/fence.lua's fence_seen), or an error with the lock
--- key NOT taken.
+-- attempt saw it, lua/fence.lua's fence_seen; a fourth element, the ms
+-- left of a failover quarantine, when one holds grants back), or an error
+-- with the lock key NOT taken.
 --
 -- A script is atomic against other clients, but Redis does not roll back
 -- its writes when it fails halfway: on an error after the key was taken,
@@ -21,6 +24,7 @@ local key, counter, channel, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value, ttl = ARGV[1], ARGV[2]
 local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
 events_sharded = ARGV[10] == '1'
+local held_back = epoch_check(KEYS[5], tonumber(ttl), tonumber(ARGV[11] or ''), ARGV[12] == '1')
 
 -- taken runs once the key holds value for ttl.
 local function taken()
@@ -34,6 +38,12 @@ if queued and lock_value(key) == value then
   -- its sending.
   redis.call('PEXPIRE', key, ttl)
   return taken()
+end
+if held_back > 0 then
+  -- A failover quarantine: nothing is granted. A waiter keeps its place
+  -- past the quarantine's end, when it tries again.
+  if place > 0 then line_join(line, value, place + held_back) end
+  return {0, math.max(redis.call('PTTL', key), held_back), fence_seen(counter), held_back}
 end
 -- Strict FIFO: a free key goes to the head of the line, not to the caller,
 -- unless the caller is the head.

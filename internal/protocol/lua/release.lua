@@ -2,10 +2,13 @@
 -- the key to the first waiter in line, counting the hand-off with the fence
 -- counter; a waiter giving up leaves the line.
 -- KEYS[1] lock key, KEYS[2] events channel, KEYS[3] waiting line, KEYS[4]
--- fence counter
+-- fence counter, KEYS[5] epoch record (lua/epoch.lua)
 -- ARGV[1] value, ARGV[2] hand-off window (ms), ARGV[3] "1" to announce
 -- "released" when nobody waits, ARGV[4] "1" on Redis Cluster (messages on
--- sharded pub/sub)
+-- sharded pub/sub), ARGV[5] the lock's TTL (ms), ARGV[6] the failover
+-- quarantine's cutoff (ms; '' for no quarantine), ARGV[7] "1" when a
+-- missing epoch record is a loss (protocol 5): during a quarantine the
+-- key is deleted, handed to nobody
 -- Returns 1 when released, 0 when the key was not ours (a semaphore's
 -- included).
 local key, channel, line, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -14,7 +17,8 @@ if lock_value(key) ~= ARGV[1] then
   redis.call('ZREM', line, ARGV[1])
   return 0
 end
-local head = redis.call('ZPOPMIN', line)[1]
+local held_back = epoch_check(KEYS[5], tonumber(ARGV[5] or '0'), tonumber(ARGV[6] or ''), ARGV[7] == '1')
+local head = held_back == 0 and redis.call('ZPOPMIN', line)[1]
 if head then
   hand_over(key, counter, channel, line, head, ARGV[2])
 else
