@@ -1,0 +1,254 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/internal/protocol"
+	"github.com/redlease/redlease/internal/redistest"
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// The failover quarantine's timings: a short TTL and cutoff keep each case
+// near one second.
+const (
+	quarantineTTL    = time.Second
+	quarantineCutoff = 200 * time.Millisecond
+)
+
+// quarantined is the option under test; missing chooses what a key without
+// an epoch record means.
+func quarantined(missing lock.MissingEpoch) []lock.Option {
+	return []lock.Option{lock.WithTTL(quarantineTTL), lock.WithFailoverQuarantine(quarantineCutoff, missing)}
+}
+
+// quarantineLength is how long lua/epoch.lua holds grants back after a
+// failover of a key granted for quarantineTTL.
+func quarantineLength() time.Duration {
+	return protocol.Quarantine{Cutoff: quarantineCutoff}.Length(quarantineTTL)
+}
+
+// leaseStart is when l's successful attempt was sent: its validity counts
+// from there (ttl less the default drift allowance, 1 % + 2 ms).
+func leaseStart(l *lock.Lease, ttl time.Duration) time.Time {
+	return l.ValidUntil().Add(-ttl + time.Duration(float64(ttl)*lock.DefaultDriftFactor) + 2*time.Millisecond)
+}
+
+// recordEpoch writes key's epoch record ahead of first use, as the
+// controller does for the locks it declares (protocol.RecordEpoch), and
+// with replicated set waits until a replica has it: the record of an
+// earlier use, which survives a failover.
+func recordEpoch(ctx context.Context, t *testing.T, client *redis.Client, key string, replicated bool) {
+	t.Helper()
+	q := protocol.Quarantine{On: true, Cutoff: quarantineCutoff}
+	if _, err := protocol.RecordEpoch(ctx, protocol.Scripts(client), key, quarantineTTL, q); err != nil {
+		t.Fatal(err)
+	}
+	if !replicated {
+		return
+	}
+	if n, err := client.Wait(ctx, 1, 5000).Result(); err != nil || n < 1 {
+		t.Fatalf("WAIT 1 = %d, %v: the epoch record did not reach the replica", n, err)
+	}
+}
+
+// secondHolder is what happens on the promoted replica right after a
+// failover that lost first's key: TryAcquire, then Acquire. It returns
+// the second lease and the quarantine TryAcquire reported.
+func secondHolder(ctx context.Context, t *testing.T, client *redis.Client, opts []lock.Option) (*lock.Lease, time.Duration) {
+	t.Helper()
+	b := newLocker(t, client, opts...)
+	var quarantine time.Duration
+	second, err := b.TryAcquire(ctx, "job")
+	var na *lock.NotAcquiredError
+	switch {
+	case errors.As(err, &na):
+		quarantine = na.Quarantine
+		if second, err = b.Acquire(ctx, "job"); err != nil {
+			t.Fatal(err)
+		}
+	case err != nil:
+		t.Fatal(err)
+	}
+	releaseAtEnd(t, second)
+	return second, quarantine
+}
+
+// An asynchronous failover that loses a held key, with and without the
+// quarantine. Without it, the promoted replica grants the key at once while
+// the first holder's lease still runs (the naive variant: two holders).
+// With it, the promoted replica sees another server than the key's epoch
+// record names and grants nothing until the first lease has ended. A key
+// whose record was lost with it (first used after the replica stopped
+// receiving writes) is quarantined too under MissingEpochWaits, and goes
+// unnoticed under MissingEpochIsNew (asserted: that is the option's
+// documented cost).
+func TestFailoverQuarantine(t *testing.T) {
+	// record: when the key's epoch record is written before first use —
+	// before the replica is cut off (it survives the failover), after
+	// (it is lost with the key), or never (the first acquisition writes
+	// it, and it is lost with the key).
+	const (
+		recordReplicated = iota
+		recordLost
+		recordNone
+	)
+	tests := []struct {
+		name    string
+		opts    []lock.Option
+		record  int
+		overlap bool
+	}{
+		{"no quarantine: two holders", []lock.Option{lock.WithTTL(quarantineTTL)}, recordReplicated, true},
+		{"quarantine: the key waits out the first lease", quarantined(lock.MissingEpochWaits), recordReplicated, false},
+		{"quarantine: a record lost with its key waits", quarantined(lock.MissingEpochWaits), recordLost, false},
+		{"quarantine, missing record is new: two holders", quarantined(lock.MissingEpochIsNew), recordNone, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := redistest.StartReplicated(t, 1)
+			ctx := ctxTimeout(t, 30*time.Second)
+			if tt.record == recordReplicated {
+				recordEpoch(ctx, t, g.Master.Client(t), "job", true)
+			}
+			a := lockerOnDoomedMaster(t, g.Master.Client(t), tt.opts...)
+			isolateReplica(t, g)
+			if tt.record == recordLost {
+				recordEpoch(ctx, t, g.Master.Client(t), "job", false)
+			}
+			first, err := a.TryAcquire(ctx, "job")
+			if err != nil {
+				t.Fatal(err)
+			}
+			failOver(t, g)
+			promoted := time.Now()
+			second, quarantine := secondHolder(ctx, t, g.Replicas[0].Client(t), tt.opts)
+			waited := time.Since(promoted)
+			overlap := leaseStart(second, quarantineTTL).Before(first.ValidUntil())
+			t.Logf("second lease after %v (quarantine reported %v, rule %v); overlap with the first: %v",
+				waited.Round(time.Millisecond), quarantine, quarantineLength(), overlap)
+			if overlap != tt.overlap {
+				t.Fatalf("overlap = %v, want %v: first valid until %v, second from %v", overlap, tt.overlap,
+					first.ValidUntil().Format(time.StampMicro), leaseStart(second, quarantineTTL).Format(time.StampMicro))
+			}
+			if !tt.overlap && (quarantine <= 0 || quarantine > quarantineLength() || waited > quarantineLength()+2*time.Second) {
+				t.Fatalf("quarantine %v, waited %v: want a quarantine of at most %v, waited out and no longer (+2 s)",
+					quarantine, waited, quarantineLength())
+			}
+		})
+	}
+}
+
+// A restart that loses writes: the server's RDB was saved before the last
+// grant, the server is killed and starts from it. The restarted server has
+// a new run ID: the key is quarantined, where without the quarantine it is
+// granted again at once.
+func TestQuarantineAfterARestartThatLostWrites(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		opts    []lock.Option
+		overlap bool
+	}{
+		{"no quarantine: two holders", []lock.Option{lock.WithTTL(quarantineTTL)}, true},
+		{"quarantine", quarantined(lock.MissingEpochWaits), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.StartStandalone(t)
+			ctx := ctxTimeout(t, 30*time.Second)
+			client := srv.Client(t)
+			a := lockerOnDoomedMaster(t, client, tt.opts...)
+			recordEpoch(ctx, t, client, "job", false)
+			if err := client.Save(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			first, err := a.TryAcquire(ctx, "job") // after the save: lost by the restart
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Kill()
+			if err := srv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			second, quarantine := secondHolder(ctx, t, srv.Client(t), tt.opts)
+			overlap := leaseStart(second, quarantineTTL).Before(first.ValidUntil())
+			t.Logf("quarantine reported %v; overlap: %v", quarantine, overlap)
+			if overlap != tt.overlap {
+				t.Fatalf("overlap = %v, want %v", overlap, tt.overlap)
+			}
+		})
+	}
+}
+
+// A master's replication ID also changes without a failover: when it
+// creates its replication backlog, as its first replica attaches. That
+// false alarm (same run ID, no replid2) is recognised and costs nothing.
+// A failover and back (A promoted again after B) keeps A's run ID but
+// gives it a new replication ID with B's as replid2: quarantined.
+func TestQuarantineTellsABacklogFromAFailoverAndBack(t *testing.T) {
+	opts := quarantined(lock.MissingEpochWaits)
+	ctx := ctxTimeout(t, 30*time.Second)
+
+	t.Run("first replica attaches: no quarantine", func(t *testing.T) {
+		nodes := redistest.StartNodes(t, 2)
+		master := nodes[0]
+		recordEpoch(ctx, t, master.Client(t), "job", false)
+		before := replID(ctx, t, master)
+		if err := nodes[1].Client(t).ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(master.Port())).Err(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "the master's new replication ID", func() bool { return replID(ctx, t, master) != before })
+		l := newLocker(t, master.Client(t), opts...)
+		lease, err := l.TryAcquire(ctx, "job")
+		if err != nil {
+			t.Fatalf("TryAcquire after the backlog was created: %v, want no quarantine", err)
+		}
+		releaseAtEnd(t, lease)
+	})
+
+	t.Run("failover and back: quarantine", func(t *testing.T) {
+		g := redistest.StartReplicated(t, 1)
+		a, b := g.Master, g.Replicas[0]
+		recordEpoch(ctx, t, a.Client(t), "job", true)
+		switchMaster(ctx, t, b, a)
+		switchMaster(ctx, t, a, b)
+		l := newLocker(t, a.Client(t), opts...)
+		_, err := l.TryAcquire(ctx, "job")
+		var na *lock.NotAcquiredError
+		if !errors.As(err, &na) || na.Quarantine <= 0 {
+			t.Fatalf("TryAcquire on A after A -> B -> A = %v, want a quarantine", err)
+		}
+	})
+}
+
+// switchMaster promotes to and makes from its replica, once to has every
+// write from.
+func switchMaster(ctx context.Context, t *testing.T, to, from *redistest.Server) {
+	t.Helper()
+	if err := from.Client(t).Wait(ctx, 1, 5000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := to.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := from.Client(t).ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(to.Port())).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, from.String()+" replicating "+to.String(), func() bool {
+		info, err := from.Info(ctx, "replication")
+		return err == nil && info["master_link_status"] == "up"
+	})
+}
+
+func replID(ctx context.Context, t *testing.T, s *redistest.Server) string {
+	t.Helper()
+	info, err := s.Info(ctx, "replication")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info["master_replid"]
+}
