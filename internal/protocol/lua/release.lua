@@ -7,8 +7,9 @@
 -- "released" when nobody waits, ARGV[4] "1" on Redis Cluster (messages on
 -- sharded pub/sub), ARGV[5] the lock's TTL (ms), ARGV[6] the failover
 -- quarantine's cutoff (ms; '' for no quarantine), ARGV[7] "1" when a
--- missing epoch record is a loss (protocol 5): during a quarantine the
--- key is deleted, handed to nobody
+-- missing epoch record is a loss (protocol 5): a release that would hand
+-- the key over checks the epoch first, and during a quarantine the key is
+-- deleted, handed to nobody, and the waiter keeps its place
 -- Returns 1 when released, 0 when the key was not ours (a semaphore's
 -- included).
 local key, channel, line, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -17,8 +18,12 @@ if lock_value(key) ~= ARGV[1] then
   redis.call('ZREM', line, ARGV[1])
   return 0
 end
-local held_back = epoch_check(KEYS[5], tonumber(ARGV[5] or '0'), tonumber(ARGV[6] or ''), ARGV[7] == '1')
-local head = held_back == 0 and redis.call('ZPOPMIN', line)[1]
+local popped = redis.call('ZPOPMIN', line)
+local head = popped[1]
+if head and epoch_check(KEYS[5], tonumber(ARGV[5] or '0'), tonumber(ARGV[6] or ''), ARGV[7] == '1') > 0 then
+  redis.call('ZADD', line, popped[2], head)
+  head = nil
+end
 if head then
   hand_over(key, counter, channel, line, head, ARGV[2])
 else
