@@ -20,6 +20,10 @@ type Holder struct {
 	// FenceSet is true when the fence counter exists; Fence is its value.
 	FenceSet bool
 	Fence    uint64
+	// QuarantineLeft is how long a failover quarantine recorded on the key
+	// still holds grants back (0: none). A change of server that no script
+	// has run into yet is not recorded, so not seen here.
+	QuarantineLeft time.Duration
 }
 
 // ReadHolder reads the lock key, its PTTL and its fence counter in one
@@ -77,7 +81,7 @@ const readValueBytes = MaxIdentityLength + 1 + 2*randomBytes + 1
 func ReadKeys(ctx context.Context, r Runner, keys []string, maxPermits int) (reads []Read, errs []error) {
 	calls := make([]Call, len(keys))
 	for i, key := range keys {
-		calls[i] = Call{readScript, []string{key, HoldersKey(key), FenceKey(key)}, []any{readValueBytes, maxPermits}}
+		calls[i] = Call{readScript, []string{key, HoldersKey(key), FenceKey(key), EpochKey(key)}, []any{readValueBytes, maxPermits}}
 	}
 	cmds := r.Pipelined(ctx, calls)
 	reads, errs = make([]Read, len(keys)), make([]error, len(keys))
@@ -108,15 +112,21 @@ func parseRead(reply []any) (Read, error) {
 		return Read{}, err
 	}
 	switch {
-	case kind == 0 && len(reply) == 2:
-		return Read{Holder: Holder{FenceSet: fenceSet, Fence: fence}}, nil
-	case kind == 1 && len(reply) == 4:
+	case kind == 0 && len(reply) == 3:
+		left, ok := reply[2].(int64)
+		if !ok {
+			return Read{}, fmt.Errorf("unexpected reply %T", reply[2])
+		}
+		return Read{Holder: Holder{FenceSet: fenceSet, Fence: fence, QuarantineLeft: time.Duration(left) * time.Millisecond}}, nil
+	case kind == 1 && len(reply) == 5:
 		value, ok1 := reply[2].(string)
 		ms, ok2 := reply[3].(int64)
-		if !ok1 || !ok2 {
-			return Read{}, fmt.Errorf("unexpected reply %T %T", reply[2], reply[3])
+		left, ok3 := reply[4].(int64)
+		if !ok1 || !ok2 || !ok3 {
+			return Read{}, fmt.Errorf("unexpected reply %T %T %T", reply[2], reply[3], reply[4])
 		}
-		return Read{Holder: Holder{Held: true, Identity: IdentityFromValue(value), TTL: time.Duration(ms) * time.Millisecond, FenceSet: fenceSet, Fence: fence}}, nil
+		return Read{Holder: Holder{Held: true, Identity: IdentityFromValue(value), TTL: time.Duration(ms) * time.Millisecond,
+			FenceSet: fenceSet, Fence: fence, QuarantineLeft: time.Duration(left) * time.Millisecond}}, nil
 	case kind == 2 && len(reply) == 6:
 		p, err := parsePermits(reply[2:])
 		p.FenceSet, p.Fence = fenceSet, fence

@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	_ "embed"
+	"errors"
 	"testing"
 	"time"
 
@@ -24,107 +25,118 @@ var (
 	v4Renew    = redis.NewScript(v4RenewSrc)
 )
 
-// Protocol-4 and protocol-5 clients on one key. Without the quarantine,
-// hand-offs go both ways, fences keep increasing, and no epoch record is
-// written: protocol 5 behaves as protocol 4. With it, a protocol-4 client
-// grants during a quarantine the protocol-5 clients keep: the reason the
-// quarantine is turned on only once every client runs protocol 5.
-func TestProtocol4And5SideBySide(t *testing.T) {
-	const key, window = "job", time.Second
-	s := newServer(t)
-	var fence int64
-	take := func(old bool, v string, q protocol.Quarantine) []int64 {
-		t.Helper()
-		args := protocol.AcquireArgs{Value: v, TTL: 10 * time.Second, Fencing: true, Identity: protocol.IdentityFromValue(v),
-			Place: time.Minute, Queued: true, Window: window, Quarantine: q}
-		var res []int64
-		var err error
-		if old {
-			res, err = v4Acquire.Run(s.ctx, s.c, protocol.AcquireKeys(key)[:4], args.Argv()[:10]...).Int64Slice()
-		} else {
-			res, err = s.run(protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
-		}
-		s.must(err)
-		if res[0] == 1 {
-			if res[1] <= fence {
-				t.Fatalf("%s took fence %d after %d", v, res[1], fence)
-			}
-			fence = res[1]
-		}
-		return res
-	}
-	give := func(old bool, v string, q protocol.Quarantine) {
-		t.Helper()
-		var ok bool
-		if old {
-			n, err := v4Release.Run(s.ctx, s.c, []string{key, protocol.EventsChannel(key), protocol.LineKey(key), protocol.FenceKey(key)},
-				v, window.Milliseconds(), "0", "0").Int()
-			s.must(err)
-			ok = n == 1
-		} else {
-			var err error
-			ok, err = protocol.Release(s.ctx, s.r, key, v, protocol.ReleaseArgs{Window: window, TTL: 10 * time.Second, Quarantine: q})
-			s.must(err)
-		}
-		if !ok {
-			t.Fatalf("release by %s: not its key", v)
-		}
-	}
-	holder := func() string {
-		v, err := s.c.Get(s.ctx, key).Result()
-		if err == redis.Nil {
-			return ""
-		}
-		s.must(err)
-		return v
-	}
-	off := protocol.Quarantine{}
+// mixedKey is one key that protocol-4 (old) and protocol-5 clients share;
+// it fails the test when a fence does not increase.
+type mixedKey struct {
+	*server
+	key   string
+	fence int64
+}
 
-	// Old holder, new waiter; then new holder, old waiter.
-	oldA, newB, oldC := "old-pod:1/a", "new-pod:1/b", "old-pod:2/c"
-	if res := take(true, oldA, off); res[0] != 1 {
-		t.Fatalf("old holder: %v", res)
+const mixedWindow = time.Second
+
+// take is an acquire by v (queued: it may be in line); it returns the reply.
+func (m *mixedKey) take(old bool, v string, q protocol.Quarantine) []int64 {
+	m.t.Helper()
+	args := protocol.AcquireArgs{Value: v, TTL: 10 * time.Second, Fencing: true, Identity: protocol.IdentityFromValue(v),
+		Place: time.Minute, Queued: true, Window: mixedWindow, Quarantine: q}
+	var res []int64
+	var err error
+	if old {
+		res, err = v4Acquire.Run(m.ctx, m.c, protocol.AcquireKeys(m.key)[:4], args.Argv()[:10]...).Int64Slice()
+	} else {
+		res, err = m.run(protocol.AcquireScript, protocol.AcquireKeys(m.key), args.Argv()...).Int64Slice()
 	}
-	if res := take(false, newB, off); res[0] != 0 || len(res) != 3 {
+	m.must(err)
+	if res[0] == 1 {
+		if res[1] <= m.fence {
+			m.t.Fatalf("%s took fence %d after %d", v, res[1], m.fence)
+		}
+		m.fence = res[1]
+	}
+	return res
+}
+
+// give is a release by v, which must hold the key.
+func (m *mixedKey) give(old bool, v string) {
+	m.t.Helper()
+	var ok bool
+	if old {
+		n, err := v4Release.Run(m.ctx, m.c, []string{m.key, protocol.EventsChannel(m.key), protocol.LineKey(m.key), protocol.FenceKey(m.key)},
+			v, mixedWindow.Milliseconds(), "0", "0").Int()
+		m.must(err)
+		ok = n == 1
+	} else {
+		var err error
+		ok, err = protocol.Release(m.ctx, m.r, m.key, v, protocol.ReleaseArgs{Window: mixedWindow, TTL: 10 * time.Second})
+		m.must(err)
+	}
+	if !ok {
+		m.t.Fatalf("release by %s: not its key", v)
+	}
+}
+
+// expectHolder fails the test unless v holds the key.
+func (m *mixedKey) expectHolder(v, what string) {
+	m.t.Helper()
+	got, err := m.c.Get(m.ctx, m.key).Result()
+	if errors.Is(err, redis.Nil) {
+		got, err = "", nil
+	}
+	m.must(err)
+	if got != v {
+		m.t.Fatalf("%s: the key is %q's, want %q's", what, got, v)
+	}
+}
+
+// expect fails the test unless reply's first element is want.
+func (m *mixedKey) expect(reply []int64, want int64, what string) {
+	m.t.Helper()
+	if reply[0] != want {
+		m.t.Fatalf("%s: reply %v", what, reply)
+	}
+}
+
+// Protocol-4 and protocol-5 clients on one key, without the quarantine:
+// hand-offs go both ways, fences keep increasing, and no epoch record is
+// written: protocol 5 behaves as protocol 4.
+func TestProtocol4And5SideBySide(t *testing.T) {
+	m := &mixedKey{server: newServer(t), key: "job"}
+	off := protocol.Quarantine{}
+	oldA, newB, oldC := "old-pod:1/a", "new-pod:1/b", "old-pod:2/c"
+	m.expect(m.take(true, oldA, off), 1, "old holder")
+	if res := m.take(false, newB, off); res[0] != 0 || len(res) != 3 {
 		t.Fatalf("new waiter's attempt = %v, want {0, pttl, counter}", res)
 	}
-	if n, err := v4Renew.Run(s.ctx, s.c, []string{key}, oldA, 10000).Int(); err != nil || n != 1 {
+	if n, err := v4Renew.Run(m.ctx, m.c, []string{m.key}, oldA, 10000).Int(); err != nil || n != 1 {
 		t.Fatalf("old renewal = %d, %v", n, err)
 	}
-	give(true, oldA, off)
-	if got := holder(); got != newB {
-		t.Fatalf("the old release handed the key to %q, want the new waiter", got)
-	}
-	if res := take(false, newB, off); res[0] != 1 {
-		t.Fatalf("new waiter's confirmation: %v", res)
-	}
-	if res := take(true, oldC, off); res[0] != 0 {
-		t.Fatalf("old waiter took a held key: %v", res)
-	}
-	give(false, newB, off)
-	if got := holder(); got != oldC {
-		t.Fatalf("the new release handed the key to %q, want the old waiter", got)
-	}
-	if res := take(true, oldC, off); res[0] != 1 {
-		t.Fatalf("old waiter's confirmation: %v", res)
-	}
-	give(true, oldC, off)
-	if n, err := s.c.Exists(s.ctx, protocol.EpochKey(key)).Result(); err != nil || n != 0 {
+	m.give(true, oldA)
+	m.expectHolder(newB, "after the old release")
+	m.expect(m.take(false, newB, off), 1, "new waiter's confirmation")
+	m.expect(m.take(true, oldC, off), 0, "old waiter on a held key")
+	m.give(false, newB)
+	m.expectHolder(oldC, "after the new release")
+	m.expect(m.take(true, oldC, off), 1, "old waiter's confirmation")
+	m.give(true, oldC)
+	if n, err := m.c.Exists(m.ctx, protocol.EpochKey(m.key)).Result(); err != nil || n != 0 {
 		t.Fatalf("an epoch record without the quarantine: EXISTS = %d, %v", n, err)
 	}
+}
 
-	// A quarantine the protocol-5 clients keep and a protocol-4 client
-	// does not know.
+// A protocol-4 client grants during a quarantine the protocol-5 clients
+// keep: the reason the quarantine is turned on only once every client of
+// the key runs protocol 5.
+func TestAProtocol4ClientIgnoresAQuarantine(t *testing.T) {
+	m := &mixedKey{server: newServer(t), key: "job"}
 	q := protocol.Quarantine{On: true, Cutoff: time.Second}
-	if _, err := protocol.RecordEpoch(s.ctx, s.r, key, 10*time.Second, q); err != nil {
+	if _, err := protocol.RecordEpoch(m.ctx, m.r, m.key, 10*time.Second, q); err != nil {
 		t.Fatal(err)
 	}
-	s.must(s.c.HSet(s.ctx, protocol.EpochKey(key), "run", "promoted-elsewhere").Err())
-	if res := take(false, "new-pod:1/d", q); res[0] != 0 || len(res) != 4 {
+	m.must(m.c.HSet(m.ctx, protocol.EpochKey(m.key), "run", "promoted-elsewhere").Err())
+	if res := m.take(false, "new-pod:1/d", q); res[0] != 0 || len(res) != 4 {
 		t.Fatalf("new client during the quarantine: %v, want held back", res)
 	}
-	if res := take(true, "old-pod:1/e", off); res[0] != 1 {
-		t.Fatalf("old client during the quarantine: %v: expected the documented unsafe grant", res)
-	}
+	m.expect(m.take(true, "old-pod:1/e", protocol.Quarantine{}), 1, "old client during the quarantine (the documented unsafe grant)")
 	t.Log("observed: a protocol-4 client grants during a quarantine (documented: turn it on once every client runs protocol 5)")
 }

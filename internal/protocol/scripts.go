@@ -74,7 +74,7 @@ var (
 	//go:embed lua/read.lua
 	readSrc string
 	// readScript reads a lock's or a semaphore's key, bounded (ReadKeys).
-	readScript = newScript("read", fenceSrc+lineSrc+permitsSrc+readSrc, true)
+	readScript = newScript("read", fenceSrc+lineSrc+permitsSrc+epochSrc+readSrc, true)
 
 	//go:embed lua/fence_write.lua
 	fenceWriteSrc string

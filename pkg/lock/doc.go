@@ -56,6 +56,16 @@
 //   - With WithReplicaAck, an acquisition or renewal counts only once the
 //     replicas acknowledged it, so ValidUntil never exceeds what they hold
 //     (TestFailoverBeforeReplication, TestRenewalUnderReplicaAckNeverOutlivesTheReplica).
+//   - With WithFailoverQuarantine, a server that is not the one the key's
+//     epoch record names (a promoted replica, a restart that may have lost
+//     writes) grants the key only after every lease the old server granted
+//     or renewed has ended: the longest TTL, plus the cutoff, plus 2 %
+//     (TestFailoverQuarantine, TestQuarantineAfterARestartThatLostWrites,
+//     TestQuarantineTellsABacklogFromAFailoverAndBack). It does NOT hold
+//     when a cut-off master can keep accepting writes past the cutoff (a
+//     min-replicas-to-write below the number of replicas, or none), when a
+//     client of the key runs an older protocol or a longer TTL, or, under
+//     MissingEpochIsNew, when a key is lost together with its record.
 //   - Waiting is a line in Redis, shared by every process (New; not
 //     Redlock). A failed attempt queues; a release hands the key to the
 //     first waiter and tells only that one, so a release costs one

@@ -20,6 +20,11 @@ type Holding struct {
 	TTL time.Duration
 	// Fence is the fence counter: the last fence handed out.
 	Fence uint64
+	// Quarantine is how long a failover quarantine recorded on the key
+	// still holds grants back (WithFailoverQuarantine); 0 when none. A
+	// failover no acquisition, renewal or release has run into yet shows
+	// no quarantine here.
+	Quarantine time.Duration
 }
 
 // Inspect reads the state of key from Redis (for Redlock, the holding that a
@@ -41,7 +46,7 @@ func (s *single) inspect(ctx context.Context, key string) (Holding, error) {
 	if err != nil {
 		return Holding{Key: key}, fmt.Errorf("lock: inspect: %w", err)
 	}
-	return Holding{Key: key, Identity: h.Identity, Held: h.Held, TTL: h.TTL, Fence: h.Fence}, nil
+	return Holding{Key: key, Identity: h.Identity, Held: h.Held, TTL: h.TTL, Fence: h.Fence, Quarantine: h.QuarantineLeft}, nil
 }
 
 func (r *redlock) inspect(ctx context.Context, key string) (Holding, error) {

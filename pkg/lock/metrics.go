@@ -17,6 +17,7 @@ type metrics struct {
 	lost           *prometheus.CounterVec // reason
 	keysWithoutTTL prometheus.Counter
 	messages       *prometheus.CounterVec // kind
+	quarantined    prometheus.Counter
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
@@ -51,6 +52,10 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Name: "redlease_lock_messages_received_total",
 			Help: "Messages received on the keys' events and waiter channels, by kind (granted, released, acquired): each woke this process.",
 		}, []string{"kind"}),
+		quarantined: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "redlease_lock_quarantined_attempts_total",
+			Help: "Acquire attempts a failover quarantine held back (WithFailoverQuarantine): the key's server changed, and grants wait until the old server's leases have ended.",
+		}),
 	}
 	if r == nil {
 		return m, nil
@@ -63,6 +68,7 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 	m.lost = register(r, m.lost, &err)
 	m.keysWithoutTTL = register(r, m.keysWithoutTTL, &err)
 	m.messages = register(r, m.messages, &err)
+	m.quarantined = register(r, m.quarantined, &err)
 	return m, err
 }
 

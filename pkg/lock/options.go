@@ -250,6 +250,14 @@ func (c *config) validate() error {
 		return invalidConfig("replica ack timeout %v must be positive", c.replicaWait)
 	case c.nodeTimeout < 0 || c.nodeTimeout >= c.ttl:
 		return invalidConfig("node timeout %v must be shorter than ttl %v", c.nodeTimeout, c.ttl)
+	}
+	return c.validateParts()
+}
+
+// validateParts checks what validate's timings leave: the parts a Locker
+// is given (clock, identity, Functions, quarantine).
+func (c *config) validateParts() error {
+	switch {
 	case c.clock == nil:
 		return invalidConfig("nil clock")
 	case !knownFunctions(c.functions):

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/internal/protocol"
@@ -58,19 +59,27 @@ func recordEpoch(ctx context.Context, t *testing.T, client *redis.Client, key st
 }
 
 // secondHolder is what happens on the promoted replica right after a
-// failover that lost first's key: TryAcquire, then Acquire. It returns
-// the second lease and the quarantine TryAcquire reported.
+// failover that lost first's key: TryAcquire, Inspect, then Acquire. It
+// returns the second lease and the quarantine TryAcquire reported, which
+// Inspect must show too.
 func secondHolder(ctx context.Context, t *testing.T, client *redis.Client, opts []lock.Option) (*lock.Lease, time.Duration) {
 	t.Helper()
-	b := newLocker(t, client, opts...)
+	reg := prometheus.NewRegistry()
+	b := newLocker(t, client, append(opts, lock.WithMetrics(reg))...)
 	var quarantine time.Duration
 	second, err := b.TryAcquire(ctx, "job")
 	var na *lock.NotAcquiredError
 	switch {
 	case errors.As(err, &na):
 		quarantine = na.Quarantine
+		if h, err := b.Inspect(ctx, "job"); err != nil || (h.Quarantine > 0) != (quarantine > 0) || h.Quarantine > quarantine {
+			t.Fatalf("Inspect = %+v, %v: want the quarantine TryAcquire reported (%v), or less", h, err, quarantine)
+		}
 		if second, err = b.Acquire(ctx, "job"); err != nil {
 			t.Fatal(err)
+		}
+		if n := counterSum(t, reg, "redlease_lock_quarantined_attempts_total"); (n > 0) != (quarantine > 0) {
+			t.Fatalf("redlease_lock_quarantined_attempts_total = %v after a quarantine of %v", n, quarantine)
 		}
 	case err != nil:
 		t.Fatal(err)

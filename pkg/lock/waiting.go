@@ -26,6 +26,10 @@ func (l *Locker) waitAfter(key string, err error, w *waiter, retry *backoff.Expo
 	case errors.As(err, &na) && na.HolderTTL >= 0:
 		w.spent() // someone else took the release this waiter was woken by
 		retry.Reset()
+		if na.Quarantine > 0 {
+			l.metrics.quarantined.Inc()
+			l.cfg.logger.Info("the lock's server changed (a failover or a restart): waiting out the failover quarantine", "key", key, "left", na.Quarantine)
+		}
 		// At least every TTL, so that the waiter keeps its place.
 		return min(na.HolderTTL+backoff.Jitter(l.cfg.backoffMin), l.cfg.ttl), true, true
 	case errors.As(err, &na):
