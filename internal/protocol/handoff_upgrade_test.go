@@ -71,7 +71,7 @@ func (h handOff) give(old bool, v string) {
 			protocol.HoldersKey(h.key)}, v, 1000, "0", h.permits, "0").Int64()
 	case h.permits > 0:
 		var ok bool
-		ok, err = protocol.ReleasePermit(h.s.ctx, h.s.r, h.key, v, h.permits, time.Second, false, false)
+		ok, err = protocol.ReleasePermit(h.s.ctx, h.s.r, h.key, v, h.permits, protocol.ReleaseArgs{Window: time.Second})
 		n = map[bool]int64{true: 1}[ok]
 	case old:
 		n, err = v3Release.Run(h.s.ctx, h.s.c, []string{h.key, protocol.EventsChannel(h.key), protocol.LineKey(h.key)},

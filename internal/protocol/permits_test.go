@@ -34,7 +34,7 @@ func (s *server) permitWith(key string, args protocol.AcquireArgs) (bool, int64)
 
 func (s *server) givePermit(key, value string, permits int, window time.Duration) bool {
 	s.t.Helper()
-	ok, err := protocol.ReleasePermit(s.ctx, s.r, key, value, permits, window, false, false)
+	ok, err := protocol.ReleasePermit(s.ctx, s.r, key, value, permits, protocol.ReleaseArgs{Window: window})
 	s.must(err)
 	return ok
 }

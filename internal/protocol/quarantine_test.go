@@ -7,69 +7,120 @@ import (
 	"github.com/redlease/redlease/internal/protocol"
 )
 
-// During a failover quarantine a key that survived on the new server is
-// its holder's: its renewal goes through (and itself notices the new
-// server), while nothing is granted — neither to a caller nor, by a
-// release, to the first waiter in line, who keeps its place and gets the
-// key once the quarantine has passed. Without the quarantine the same
-// release hands the key over at once (the naive variant).
+// quarantineKind runs one kind's scripts (a lock's, or a semaphore's of
+// one permit) under a quarantine q (off: the zero value).
+type quarantineKind struct {
+	name    string
+	permits int
+}
+
+func (k quarantineKind) take(s *server, key, v string, ttl time.Duration, q protocol.Quarantine) []int64 {
+	s.t.Helper()
+	args := protocol.AcquireArgs{Value: v, TTL: ttl, Fencing: true, Identity: protocol.IdentityFromValue(v),
+		Place: time.Minute, Queued: true, Window: ttl, Permits: k.permits, Quarantine: q}
+	script, keys, argv := protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()
+	if k.permits > 0 {
+		script, keys, argv = protocol.AcquirePermitScript, protocol.AcquirePermitKeys(key), args.PermitArgv()
+	}
+	res, err := s.run(script, keys, argv...).Int64Slice()
+	s.must(err)
+	return res
+}
+
+func (k quarantineKind) renew(s *server, key, v string, ttl time.Duration, q protocol.Quarantine) bool {
+	s.t.Helper()
+	script, keys := protocol.RenewScript, protocol.RenewKeys(key)
+	if k.permits > 0 {
+		script, keys = protocol.RenewPermitScript, protocol.RenewPermitKeys(key)
+	}
+	n, err := s.run(script, keys, protocol.RenewArgv(v, ttl, q)...).Int()
+	s.must(err)
+	return n == 1
+}
+
+func (k quarantineKind) give(s *server, key, v string, a protocol.ReleaseArgs) bool {
+	s.t.Helper()
+	var ok bool
+	var err error
+	if k.permits > 0 {
+		ok, err = protocol.ReleasePermit(s.ctx, s.r, key, v, k.permits, a)
+	} else {
+		ok, err = protocol.Release(s.ctx, s.r, key, v, a)
+	}
+	s.must(err)
+	return ok
+}
+
+// handed says the key (or a permit) is v's.
+func (k quarantineKind) handed(s *server, key, v string) bool {
+	s.t.Helper()
+	if k.permits > 0 {
+		_, err := s.c.ZScore(s.ctx, key, v).Result()
+		return err == nil
+	}
+	got, err := s.c.Get(s.ctx, key).Result()
+	return err == nil && got == v
+}
+
+func (k quarantineKind) line(key string) string {
+	if k.permits > 0 {
+		return protocol.PermitLineKey(key)
+	}
+	return protocol.LineKey(key)
+}
+
+// During a failover quarantine a key (or a permit) that survived on the
+// new server is its holder's: its renewal goes through (and itself
+// notices the new server), while nothing is granted — neither to a caller
+// nor, by a release, to the first waiter in line, who keeps its place and
+// gets it once the quarantine has passed. Without the quarantine the same
+// release hands it over at once (the naive variant).
 func TestAQuarantineGrantsNothingAndDisturbsNoHolder(t *testing.T) {
 	const ttl = 400 * time.Millisecond
 	q := protocol.Quarantine{On: true, Cutoff: 100 * time.Millisecond}
-	for _, tt := range []struct {
-		name   string
-		q      protocol.Quarantine
-		handed bool
-	}{
-		{"quarantine", q, false},
-		{"no quarantine: the release hands the key over", protocol.Quarantine{}, true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			s := newServer(t)
-			const key = "job"
-			holder, waiter := "pod-a:1/h", "pod-b:1/w"
-			take := func(v string) []int64 {
-				args := protocol.AcquireArgs{Value: v, TTL: ttl, Fencing: true, Identity: protocol.IdentityFromValue(v),
-					Place: time.Minute, Queued: true, Window: ttl, Quarantine: tt.q}
-				res, err := s.run(protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
-				s.must(err)
-				return res
-			}
-			if _, err := protocol.RecordEpoch(s.ctx, s.r, key, ttl, q); err != nil {
-				t.Fatal(err)
-			}
-			if res := take(holder); res[0] != 1 {
-				t.Fatalf("first acquisition = %v", res)
-			}
-			// The record now names another server: what a promoted
-			// replica, to which the holder's key was replicated, finds.
-			s.must(s.c.HSet(s.ctx, protocol.EpochKey(key), "run", "promoted-elsewhere").Err())
-
-			renewed, err := s.run(protocol.RenewScript, protocol.RenewKeys(key), protocol.RenewArgv(holder, ttl, tt.q)...).Int()
-			s.must(err)
-			if renewed != 1 {
-				t.Fatalf("the surviving holder's renewal = %d, want 1", renewed)
-			}
-			if res := take(waiter); res[0] != 0 || tt.q.On && (len(res) != 4 || res[3] <= 0) {
-				t.Fatalf("the waiter's attempt = %v, want not acquired (with the quarantine left, under one)", res)
-			}
-			ok, err := protocol.Release(s.ctx, s.r, key, holder, protocol.ReleaseArgs{Window: ttl, TTL: ttl, Quarantine: tt.q})
-			s.must(err)
-			got, err := s.c.Get(s.ctx, key).Result()
-			handed := err == nil && got == waiter
-			if !ok || handed != tt.handed {
-				t.Fatalf("release = %v, key handed to the waiter: %v (%q), want %v", ok, handed, got, tt.handed)
-			}
-			if tt.handed {
-				return
-			}
-			if rank, err := s.c.ZRank(s.ctx, protocol.LineKey(key), waiter).Result(); err != nil || rank != 0 {
-				t.Fatalf("the waiter's place after the release = %d, %v: want it first in line", rank, err)
-			}
-			time.Sleep(q.Length(ttl))
-			if res := take(waiter); res[0] != 1 {
-				t.Fatalf("the waiter's attempt after the quarantine = %v, want acquired", res)
-			}
-		})
+	for _, kind := range []quarantineKind{{"lock", 0}, {"semaphore", 1}} {
+		for _, tt := range []struct {
+			name   string
+			q      protocol.Quarantine
+			handed bool
+		}{
+			{"quarantine", q, false},
+			{"no quarantine: the release hands over", protocol.Quarantine{}, true},
+		} {
+			t.Run(kind.name+"/"+tt.name, func(t *testing.T) {
+				s := newServer(t)
+				const key = "job"
+				holder, waiter := "pod-a:1/h", "pod-b:1/w"
+				if _, err := protocol.RecordEpoch(s.ctx, s.r, key, ttl, q); err != nil {
+					t.Fatal(err)
+				}
+				if res := kind.take(s, key, holder, ttl, tt.q); res[0] != 1 {
+					t.Fatalf("first acquisition = %v", res)
+				}
+				// The record now names another server: what a promoted
+				// replica, to which the holder's key was replicated, finds.
+				s.must(s.c.HSet(s.ctx, protocol.EpochKey(key), "run", "promoted-elsewhere").Err())
+				if !kind.renew(s, key, holder, ttl, tt.q) {
+					t.Fatal("the surviving holder's renewal failed")
+				}
+				if res := kind.take(s, key, waiter, ttl, tt.q); res[0] != 0 || tt.q.On && (len(res) != 4 || res[3] <= 0) {
+					t.Fatalf("the waiter's attempt = %v, want not acquired (with the quarantine left, under one)", res)
+				}
+				ok := kind.give(s, key, holder, protocol.ReleaseArgs{Window: ttl, TTL: ttl, Quarantine: tt.q})
+				if handed := kind.handed(s, key, waiter); !ok || handed != tt.handed {
+					t.Fatalf("release = %v, handed to the waiter: %v, want %v", ok, handed, tt.handed)
+				}
+				if tt.handed {
+					return
+				}
+				if rank, err := s.c.ZRank(s.ctx, kind.line(key), waiter).Result(); err != nil || rank != 0 {
+					t.Fatalf("the waiter's place after the release = %d, %v: want it first in line", rank, err)
+				}
+				time.Sleep(q.Length(ttl))
+				if res := kind.take(s, key, waiter, ttl, tt.q); res[0] != 1 {
+					t.Fatalf("the waiter's attempt after the quarantine = %v, want acquired", res)
+				}
+			})
+		}
 	}
 }

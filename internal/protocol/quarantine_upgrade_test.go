@@ -20,17 +20,25 @@ var (
 	v4ReleaseSrc string
 	//go:embed testdata/v4/renew.lua
 	v4RenewSrc string
-	v4Acquire  = redis.NewScript(v4AcquireSrc)
-	v4Release  = redis.NewScript(v4ReleaseSrc)
-	v4Renew    = redis.NewScript(v4RenewSrc)
+	//go:embed testdata/v4/permit_acquire.lua
+	v4PermitAcquireSrc string
+	//go:embed testdata/v4/permit_release.lua
+	v4PermitReleaseSrc string
+	v4Acquire          = redis.NewScript(v4AcquireSrc)
+	v4Release          = redis.NewScript(v4ReleaseSrc)
+	v4Renew            = redis.NewScript(v4RenewSrc)
+	v4PermitAcquire    = redis.NewScript(v4PermitAcquireSrc)
+	v4PermitRelease    = redis.NewScript(v4PermitReleaseSrc)
 )
 
-// mixedKey is one key that protocol-4 (old) and protocol-5 clients share;
-// it fails the test when a fence does not increase.
+// mixedKey is one key that protocol-4 (old) and protocol-5 clients share,
+// a lock's or (permits > 0) a semaphore's; it fails the test when a fence
+// does not increase.
 type mixedKey struct {
 	*server
-	key   string
-	fence int64
+	key     string
+	permits int
+	fence   int64
 }
 
 const mixedWindow = time.Second
@@ -39,14 +47,19 @@ const mixedWindow = time.Second
 func (m *mixedKey) take(old bool, v string, q protocol.Quarantine) []int64 {
 	m.t.Helper()
 	args := protocol.AcquireArgs{Value: v, TTL: 10 * time.Second, Fencing: true, Identity: protocol.IdentityFromValue(v),
-		Place: time.Minute, Queued: true, Window: mixedWindow, Quarantine: q}
-	var res []int64
-	var err error
-	if old {
-		res, err = v4Acquire.Run(m.ctx, m.c, protocol.AcquireKeys(m.key)[:4], args.Argv()[:10]...).Int64Slice()
-	} else {
-		res, err = m.run(protocol.AcquireScript, protocol.AcquireKeys(m.key), args.Argv()...).Int64Slice()
+		Place: time.Minute, Queued: true, Window: mixedWindow, Permits: m.permits, Quarantine: q}
+	var cmd *redis.Cmd
+	switch {
+	case old && m.permits > 0:
+		cmd = v4PermitAcquire.Run(m.ctx, m.c, protocol.AcquirePermitKeys(m.key)[:5], args.PermitArgv()[:11]...)
+	case old:
+		cmd = v4Acquire.Run(m.ctx, m.c, protocol.AcquireKeys(m.key)[:4], args.Argv()[:10]...)
+	case m.permits > 0:
+		cmd = m.run(protocol.AcquirePermitScript, protocol.AcquirePermitKeys(m.key), args.PermitArgv()...)
+	default:
+		cmd = m.run(protocol.AcquireScript, protocol.AcquireKeys(m.key), args.Argv()...)
 	}
+	res, err := cmd.Int64Slice()
 	m.must(err)
 	if res[0] == 1 {
 		if res[1] <= m.fence {
@@ -60,25 +73,43 @@ func (m *mixedKey) take(old bool, v string, q protocol.Quarantine) []int64 {
 // give is a release by v, which must hold the key.
 func (m *mixedKey) give(old bool, v string) {
 	m.t.Helper()
-	var ok bool
-	if old {
-		n, err := v4Release.Run(m.ctx, m.c, []string{m.key, protocol.EventsChannel(m.key), protocol.LineKey(m.key), protocol.FenceKey(m.key)},
+	var n int
+	var err error
+	a := protocol.ReleaseArgs{Window: mixedWindow, TTL: 10 * time.Second}
+	switch {
+	case old && m.permits > 0:
+		n, err = v4PermitRelease.Run(m.ctx, m.c, []string{m.key, protocol.EventsChannel(m.key), protocol.PermitLineKey(m.key),
+			protocol.HoldersKey(m.key), protocol.FenceKey(m.key)}, v, mixedWindow.Milliseconds(), "0", m.permits, "0").Int()
+	case old:
+		n, err = v4Release.Run(m.ctx, m.c, []string{m.key, protocol.EventsChannel(m.key), protocol.LineKey(m.key), protocol.FenceKey(m.key)},
 			v, mixedWindow.Milliseconds(), "0", "0").Int()
-		m.must(err)
-		ok = n == 1
-	} else {
-		var err error
-		ok, err = protocol.Release(m.ctx, m.r, m.key, v, protocol.ReleaseArgs{Window: mixedWindow, TTL: 10 * time.Second})
-		m.must(err)
+	case m.permits > 0:
+		n, err = boolInt(protocol.ReleasePermit(m.ctx, m.r, m.key, v, m.permits, a))
+	default:
+		n, err = boolInt(protocol.Release(m.ctx, m.r, m.key, v, a))
 	}
-	if !ok {
+	m.must(err)
+	if n != 1 {
 		m.t.Fatalf("release by %s: not its key", v)
 	}
 }
 
-// expectHolder fails the test unless v holds the key.
+func boolInt(ok bool, err error) (int, error) {
+	if ok {
+		return 1, err
+	}
+	return 0, err
+}
+
+// expectHolder fails the test unless v holds the key (or its permit).
 func (m *mixedKey) expectHolder(v, what string) {
 	m.t.Helper()
+	if m.permits > 0 {
+		if _, err := m.c.ZScore(m.ctx, m.key, v).Result(); err != nil {
+			m.t.Fatalf("%s: %q holds no permit (%v)", what, v, err)
+		}
+		return
+	}
 	got, err := m.c.Get(m.ctx, m.key).Result()
 	if errors.Is(err, redis.Nil) {
 		got, err = "", nil
@@ -97,19 +128,29 @@ func (m *mixedKey) expect(reply []int64, want int64, what string) {
 	}
 }
 
-// Protocol-4 and protocol-5 clients on one key, without the quarantine:
-// hand-offs go both ways, fences keep increasing, and no epoch record is
-// written: protocol 5 behaves as protocol 4.
+// Protocol-4 and protocol-5 clients on one key, a lock's or a semaphore's
+// of one permit, without the quarantine: hand-offs go both ways, fences
+// keep increasing, and no epoch record is written: protocol 5 behaves as
+// protocol 4.
 func TestProtocol4And5SideBySide(t *testing.T) {
-	m := &mixedKey{server: newServer(t), key: "job"}
+	for _, permits := range []int{0, 1} {
+		t.Run(map[int]string{0: "lock", 1: "semaphore"}[permits], func(t *testing.T) {
+			sideBySide(t, &mixedKey{server: newServer(t), key: "job", permits: permits})
+		})
+	}
+}
+
+func sideBySide(t *testing.T, m *mixedKey) {
 	off := protocol.Quarantine{}
 	oldA, newB, oldC := "old-pod:1/a", "new-pod:1/b", "old-pod:2/c"
 	m.expect(m.take(true, oldA, off), 1, "old holder")
 	if res := m.take(false, newB, off); res[0] != 0 || len(res) != 3 {
-		t.Fatalf("new waiter's attempt = %v, want {0, pttl, counter}", res)
+		t.Fatalf("new waiter's attempt = %v, want {0, ms, counter}", res)
 	}
-	if n, err := v4Renew.Run(m.ctx, m.c, []string{m.key}, oldA, 10000).Int(); err != nil || n != 1 {
-		t.Fatalf("old renewal = %d, %v", n, err)
+	if m.permits == 0 {
+		if n, err := v4Renew.Run(m.ctx, m.c, []string{m.key}, oldA, 10000).Int(); err != nil || n != 1 {
+			t.Fatalf("old renewal = %d, %v", n, err)
+		}
 	}
 	m.give(true, oldA)
 	m.expectHolder(newB, "after the old release")

@@ -59,17 +59,17 @@ var (
 	// AcquireArgs.PermitArgv. Replies {1, fence} when acquired, {0, ms,
 	// counter} when not (ms until a permit frees by expiry alone; counter
 	// as for AcquireScript), or an error with no permit taken.
-	AcquirePermitScript = newScript("permit_acquire", fenceSrc+lineSrc+permitsSrc+takenSrc+permitAcquireSrc, false)
+	AcquirePermitScript = newScript("permit_acquire", fenceSrc+lineSrc+permitsSrc+takenSrc+epochSrc+permitAcquireSrc, false)
 
 	//go:embed lua/permit_release.lua
 	permitReleaseSrc    string
-	releasePermitScript = newScript("permit_release", fenceSrc+lineSrc+permitsSrc+permitReleaseSrc, false)
+	releasePermitScript = newScript("permit_release", fenceSrc+lineSrc+permitsSrc+epochSrc+permitReleaseSrc, false)
 
 	//go:embed lua/permit_renew.lua
 	permitRenewSrc string
-	// RenewPermitScript: KEYS RenewPermitKeys; ARGV value, ttl (ms).
-	// Replies 1 when extended, 0 when the value no longer held a permit.
-	RenewPermitScript = newScript("permit_renew", fenceSrc+lineSrc+permitsSrc+permitRenewSrc, false)
+	// RenewPermitScript: KEYS RenewPermitKeys; ARGV RenewArgv. Replies 1
+	// when extended, 0 when the value no longer held a permit.
+	RenewPermitScript = newScript("permit_renew", fenceSrc+lineSrc+permitsSrc+epochSrc+permitRenewSrc, false)
 
 	//go:embed lua/read.lua
 	readSrc string
@@ -146,7 +146,7 @@ type AcquireArgs struct {
 	// falling back to PUBLISH where the server does not know it): for
 	// callers on Redis Cluster, whose waiters subscribe with SSUBSCRIBE.
 	Sharded bool
-	// Quarantine holds grants back after a failover (locks only).
+	// Quarantine holds grants back after a failover.
 	Quarantine Quarantine
 }
 
@@ -157,7 +157,9 @@ func (a AcquireArgs) Argv() []any {
 
 // PermitArgv is the ARGV of AcquirePermitScript: Argv's with Permits
 // before Sharded.
-func (a AcquireArgs) PermitArgv() []any { return append(a.common(), a.Permits, flag(a.Sharded)) }
+func (a AcquireArgs) PermitArgv() []any {
+	return append(append(a.common(), a.Permits, flag(a.Sharded)), a.Quarantine.argv()...)
+}
 
 func (a AcquireArgs) common() []any {
 	return []any{a.Value, Millis(a.TTL), flag(a.Fencing), a.Identity, flag(a.Announce),
@@ -226,20 +228,22 @@ func RaiseFence(ctx context.Context, r Runner, key string, fence uint64) (bool, 
 
 // AcquirePermitKeys are the KEYS of AcquirePermitScript for semaphore key.
 func AcquirePermitKeys(key string) []string {
-	return []string{key, FenceKey(key), EventsChannel(key), PermitLineKey(key), HoldersKey(key)}
+	return []string{key, FenceKey(key), EventsChannel(key), PermitLineKey(key), HoldersKey(key), EpochKey(key)}
 }
 
 // RenewPermitKeys are the KEYS of RenewPermitScript for semaphore key.
-func RenewPermitKeys(key string) []string { return []string{key, HoldersKey(key)} }
+func RenewPermitKeys(key string) []string { return []string{key, HoldersKey(key), EpochKey(key)} }
 
 // ReleasePermit removes value's permit of the semaphore key, if it holds
 // one, and hands the permits that leaves free (of permits) to the first
-// waiters in line (each has window to confirm); when it hands none and
-// announce is set it says "released". A value holding no permit leaves the
-// line. False when value held no permit. sharded is AcquireArgs.Sharded.
-func ReleasePermit(ctx context.Context, r Runner, key, value string, permits int, window time.Duration, announce, sharded bool) (bool, error) {
-	keys := []string{key, EventsChannel(key), PermitLineKey(key), HoldersKey(key), FenceKey(key)}
-	n, err := r.Run(ctx, Call{releasePermitScript, keys, []any{value, Millis(window), flag(announce), permits, flag(sharded)}}).Int64()
+// waiters in line (each has a.Window to confirm) unless a failover
+// quarantine holds grants back; when it hands none and a.Announce is set
+// it says "released". A value holding no permit leaves the line. False
+// when value held no permit.
+func ReleasePermit(ctx context.Context, r Runner, key, value string, permits int, a ReleaseArgs) (bool, error) {
+	keys := []string{key, EventsChannel(key), PermitLineKey(key), HoldersKey(key), FenceKey(key), EpochKey(key)}
+	args := append([]any{value, Millis(a.Window), flag(a.Announce), permits, flag(a.Sharded), Millis(a.TTL)}, a.Quarantine.argv()...)
+	n, err := r.Run(ctx, Call{releasePermitScript, keys, args}).Int64()
 	if err != nil {
 		return false, fmt.Errorf("release a permit of %q: %w", key, err)
 	}

@@ -203,8 +203,8 @@ const (
 // not disturbed. Every client of a key must use it (protocol 5: older
 // clients grant during a quarantine). It costs no round trip: two INFO
 // sections and a read of the record per acquisition, renewal and release
-// (the Redis user needs +info). docs/protocol.md argues the bound. Not with
-// NewRedlock or semaphores. Default: off.
+// (the Redis user needs +info). docs/protocol.md argues the bound. Locks
+// and semaphores alike; not with NewRedlock. Default: off.
 func WithFailoverQuarantine(cutoff time.Duration, missing MissingEpoch) Option {
 	return func(c *config) {
 		c.quarantine = protocol.Quarantine{On: true, Cutoff: cutoff, MissingWaits: missing == MissingEpochWaits}

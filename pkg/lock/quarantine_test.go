@@ -153,6 +153,48 @@ func TestFailoverQuarantine(t *testing.T) {
 	}
 }
 
+// A semaphore's permits across the same failover: both permits of 2 are
+// held on the master and lost with it. Without the quarantine the promoted
+// replica grants a permit at once: three holders of two permits (the naive
+// variant). With it, the permit waits until both lost leases have ended.
+func TestFailoverQuarantineOfASemaphore(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		opts    []lock.Option
+		overlap bool
+	}{
+		{"no quarantine: three holders of two permits", []lock.Option{lock.WithTTL(quarantineTTL)}, true},
+		{"quarantine", quarantined(lock.MissingEpochWaits), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := redistest.StartReplicated(t, 1)
+			ctx := ctxTimeout(t, 30*time.Second)
+			recordEpoch(ctx, t, g.Master.Client(t), "permits", true)
+			a := lockerOnDoomedMaster(t, g.Master.Client(t), tt.opts...)
+			isolateReplica(t, g)
+			var firstEnds time.Time
+			for range 2 {
+				lease, err := a.Semaphore("permits", 2).TryAcquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				firstEnds = lease.ValidUntil()
+			}
+			failOver(t, g)
+			b := newLocker(t, g.Replicas[0].Client(t), tt.opts...)
+			third, err := b.Semaphore("permits", 2).Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			releaseAtEnd(t, third)
+			overlap := leaseStart(third, quarantineTTL).Before(firstEnds)
+			if overlap != tt.overlap {
+				t.Fatalf("the third permit overlaps the lost two: %v, want %v", overlap, tt.overlap)
+			}
+		})
+	}
+}
+
 // A restart that loses writes: the server's RDB was saved before the last
 // grant, the server is killed and starts from it. The restarted server has
 // a new run ID: the key is quarantined, where without the quarantine it is

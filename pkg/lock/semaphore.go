@@ -15,8 +15,6 @@ const MaxPermits = protocol.MaxPermits
 // its own holders, but a majority of nodes for each holder does not bound
 // them all (with 3 nodes and 2 permits, holders {a,b}, {a,c} and {b,c} on
 // the three nodes give a, b and c a majority each: three holders).
-var errQuarantineSemaphore = invalidConfig("WithFailoverQuarantine applies to locks only: the semaphore's scripts keep no epoch record")
-
 var errRedlockSemaphore = invalidConfig("semaphores need one Redis deployment (New): Redlock's per-node permit counts do not bound the holders of a majority")
 
 // Semaphore is a Locker bound to a semaphore key with a number of permits:
@@ -64,9 +62,7 @@ func (s *Semaphore) check() error {
 	if _, ok := s.locker.backend.(*single); !ok {
 		return errRedlockSemaphore
 	}
-	if s.locker.cfg.quarantine.On {
-		return errQuarantineSemaphore
-	}
+
 	return nil
 }
 

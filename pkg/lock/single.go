@@ -285,7 +285,7 @@ func (s *single) renew(ctx context.Context, t target, value string, ttl time.Dur
 // renewCall is the renewal of value's hold on t for ttl.
 func (s *single) renewCall(t target, value string, ttl time.Duration) protocol.Call {
 	if t.semaphore() {
-		return protocol.Call{Script: protocol.RenewPermitScript, Keys: protocol.RenewPermitKeys(t.key), Args: []any{value, protocol.Millis(ttl)}}
+		return protocol.Call{Script: protocol.RenewPermitScript, Keys: protocol.RenewPermitKeys(t.key), Args: protocol.RenewArgv(value, ttl, s.quarantine)}
 	}
 	return protocol.Call{Script: protocol.RenewScript, Keys: protocol.RenewKeys(t.key), Args: protocol.RenewArgv(value, ttl, s.quarantine)}
 }
@@ -380,15 +380,19 @@ func (s *single) release(ctx context.Context, t target, value string) (bool, err
 	var ok bool
 	var err error
 	if t.semaphore() {
-		ok, err = protocol.ReleasePermit(ctx, s.run, t.key, value, t.permits, s.window, s.released, s.sharded)
+		ok, err = protocol.ReleasePermit(ctx, s.run, t.key, value, t.permits, s.releaseArgs())
 	} else {
-		ok, err = protocol.Release(ctx, s.run, t.key, value, protocol.ReleaseArgs{Window: s.window, Announce: s.released,
-			Sharded: s.sharded, TTL: s.ttl, Quarantine: s.quarantine})
+		ok, err = protocol.Release(ctx, s.run, t.key, value, s.releaseArgs())
 	}
 	if err != nil {
 		return false, fmt.Errorf("lock: %w", err)
 	}
 	return ok, nil
+}
+
+// releaseArgs are the arguments of this deployment's releases.
+func (s *single) releaseArgs() protocol.ReleaseArgs {
+	return protocol.ReleaseArgs{Window: s.window, Announce: s.released, Sharded: s.sharded, TTL: s.ttl, Quarantine: s.quarantine}
 }
 
 // raiseFence sets the key's fence counter to at least fence (Redlock's

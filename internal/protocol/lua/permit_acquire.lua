@@ -1,17 +1,20 @@
 -- Acquire a permit of a semaphore (protocol 3): one round trip, atomic on
 -- the server.
 -- KEYS[1] semaphore key (the holder set), KEYS[2] fence counter, KEYS[3]
--- events channel, KEYS[4] the semaphore's waiting line, KEYS[5] holders
+-- events channel, KEYS[4] the semaphore's waiting line, KEYS[5] holders,
+-- KEYS[6] epoch record (lua/epoch.lua)
 -- ARGV[1..9] as lua/acquire.lua's (value, ttl ms, "1" to increment the
 -- fence, identity, "1" to announce "acquired <identity>", place ms, "1"
 -- when this value may be in the line already, "1" for strict FIFO,
 -- hand-off window ms), ARGV[10] the number of permits, ARGV[11] "1" on
--- Redis Cluster (messages on sharded pub/sub)
+-- Redis Cluster (messages on sharded pub/sub), ARGV[12] and ARGV[13] the
+-- failover quarantine's, as lua/acquire.lua's ARGV[11] and ARGV[12]
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, ms,
 -- counter} when not: ms until enough permits expire for one to be free (a
 -- lock's PTTL when a lock holds the key, -1 if that has no TTL), and the
--- hand-off counter as this attempt saw it (lua/fence.lua's fence_seen); or
--- an error with no permit taken.
+-- hand-off counter as this attempt saw it (lua/fence.lua's fence_seen);
+-- {0, ms, counter, left} when a failover quarantine holds grants back for
+-- left ms more (protocol 5); or an error with no permit taken.
 local key, counter, channel, line, holders = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local value, ttl = ARGV[1], tonumber(ARGV[2])
 local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
@@ -22,6 +25,7 @@ if permits_is_lock(key) then
   if place > 0 then line_join(line, value, place) end
   return {0, redis.call('PTTL', key), fence_seen(counter)}
 end
+local held_back = epoch_check(KEYS[6], ttl, tonumber(ARGV[12] or ''), ARGV[13] == '1')
 local now = permits_now()
 permits_purge(key, holders, now)
 
@@ -54,6 +58,12 @@ if queued and redis.call('ZSCORE', key, value) then
   redis.call('HDEL', holders, value)
   count = count - 1
   if place > 0 then redis.call('ZADD', line, 0, value) end
+end
+if held_back > 0 then
+  -- A failover quarantine: nothing is granted; a waiter keeps its place
+  -- past the quarantine's end, when it tries again.
+  if place > 0 then line_join(line, value, place + held_back) end
+  return {0, held_back, fence_seen(counter), held_back}
 end
 -- Strict FIFO: free permits go to the head of the line first, not to the
 -- caller, unless the caller is the head.
