@@ -335,31 +335,43 @@ func BenchmarkFunctionsAgainstScripts(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(tt.name, func(b *testing.B) {
-			b.ReportAllocs()
-			var took []time.Duration
-			client, server := cpuTime(b), processCPU(b, srv.PID())
-			for b.Loop() {
-				start := time.Now()
-				lease, err := l.TryAcquire(ctx, "bench-"+tt.name)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := lease.Release(ctx); err != nil {
-					b.Fatal(err)
-				}
-				took = append(took, time.Since(start))
-			}
-			b.StopTimer()
-			n := float64(len(took))
-			b.ReportMetric(float64(processCPU(b, srv.PID())-server)/n/1e3, "server-us/cycle")
-			b.ReportMetric(float64(cpuTime(b)-client)/n/1e3, "client-us/cycle")
-			slices.Sort(took)
-			b.ReportMetric(float64(took[len(took)/2])/1e3, "p50-us/cycle")
+			measureCycles(b, srv, func() { acquireRelease(ctx, b, l, "bench-"+tt.name) })
 		})
 		if err := l.Close(); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// acquireRelease is one uncontended cycle on key.
+func acquireRelease(ctx context.Context, b *testing.B, l *lock.Locker, key string) {
+	lease, err := l.TryAcquire(ctx, key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// measureCycles runs cycle in b.Loop and reports, besides ns/op, the
+// median cycle, this process's CPU and srv's CPU per cycle
+// (/proc/<pid>/stat, 10 ms ticks: run with -benchtime 5s or more).
+func measureCycles(b *testing.B, srv *redistest.Server, cycle func()) {
+	b.ReportAllocs()
+	var took []time.Duration
+	client, server := cpuTime(b), processCPU(b, srv.PID())
+	for b.Loop() {
+		start := time.Now()
+		cycle()
+		took = append(took, time.Since(start))
+	}
+	b.StopTimer()
+	n := float64(len(took))
+	b.ReportMetric(float64(processCPU(b, srv.PID())-server)/n/1e3, "server-us/cycle")
+	b.ReportMetric(float64(cpuTime(b)-client)/n/1e3, "client-us/cycle")
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2])/1e3, "p50-us/cycle")
 }
 
 // 10,000 leases of one Locker held on a 3-master Redis Cluster, renewed
@@ -419,10 +431,10 @@ func cpuTime(b *testing.B) time.Duration {
 
 // Uncontended acquire+release on a master with one replica, side by side:
 // without replica safety, with the failover quarantine, and with
-// WithReplicaAck(1) (waitForReplicas). Besides ns/op it reports the Redis
-// commands per cycle (INFO commandstats: each script or function call and
-// every command it ran), which the quarantine raises by its INFO sections
-// and record read, with no round trip added.
+// WithReplicaAck(1) (waitForReplicas). Besides measureCycles' figures it
+// reports the Redis commands per cycle (INFO commandstats: each script or
+// function call and every command it ran), which the quarantine raises by
+// its INFO sections and record read, with no round trip added.
 func BenchmarkFailoverQuarantine(b *testing.B) {
 	g := redistest.StartReplicated(b, 1)
 	admin := g.Master.Client(b)
@@ -438,26 +450,15 @@ func BenchmarkFailoverQuarantine(b *testing.B) {
 		b.Run(tt.name, func(b *testing.B) {
 			l := newLocker(b, g.Master.Client(b), append(tt.opts, lock.WithoutWatchdog())...)
 			key := "quarantine-bench-" + tt.name
-			cycle := func() {
-				lease, err := l.TryAcquire(ctx, key)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := lease.Release(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-			cycle() // the epoch record's first write, outside the count
+			acquireRelease(ctx, b, l, key) // the epoch record's first write, outside the count
 			if err := admin.ConfigResetStat(ctx).Err(); err != nil {
 				b.Fatal(err)
 			}
-			b.ReportAllocs()
 			n := 0
-			for b.Loop() {
-				cycle()
+			measureCycles(b, g.Master, func() {
+				acquireRelease(ctx, b, l, key)
 				n++
-			}
-			b.StopTimer()
+			})
 			b.ReportMetric(float64(commandsRun(ctx, b, admin))/float64(n), "commands/op")
 		})
 	}
