@@ -12,9 +12,9 @@ import (
 )
 
 // Helper roles of the failover-quarantine scenarios. CUTOFF, when set,
-// turns the quarantine on (missing epoch records wait); without it the
-// helper is redlease without quarantine, the naive variant. ID names the
-// client in the history.
+// turns the quarantine on (missing epoch records wait, or with
+// MISSING=new read as new keys); without it the helper is redlease without
+// quarantine, the naive variant. ID names the client in the history.
 
 // quarantineOptions are the Locker options the helper's environment asks for.
 func quarantineOptions(ttl time.Duration) []lock.Option {
@@ -22,7 +22,11 @@ func quarantineOptions(ttl time.Duration) []lock.Option {
 		lock.WithRetryBackoff(time.Millisecond, 20*time.Millisecond)}
 	if c := os.Getenv("CUTOFF"); c != "" {
 		cutoff, _ := time.ParseDuration(c)
-		opts = append(opts, lock.WithFailoverQuarantine(cutoff, lock.MissingEpochWaits))
+		missing := lock.MissingEpochWaits
+		if os.Getenv("MISSING") == "new" {
+			missing = lock.MissingEpochIsNew
+		}
+		opts = append(opts, lock.WithFailoverQuarantine(cutoff, missing))
 	}
 	return opts
 }

@@ -115,6 +115,6 @@ func TestQuarantineFailoverAndBack(t *testing.T) {
 		firsts := q.contend(a.Addr(), 2, q.length()+time.Second)
 		q.holderClaim(h)
 		q.checkWaits(firsts)
-		q.verdict("holder")
+		q.verdict("holder", "")
 	})
 }

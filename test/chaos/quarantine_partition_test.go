@@ -91,7 +91,7 @@ func TestQuarantineSplitBrainUntilMinReplicasMaxLag(t *testing.T) {
 			t.Errorf("the old master accepted writes for %v after the partition, not less than the cutoff %v", accepted, q.cutoff)
 		}
 		q.checkWaits(firsts)
-		q.verdict("holder")
+		q.verdict("holder", "")
 	})
 }
 

@@ -23,6 +23,11 @@ type quarantineRun struct {
 	key    string
 	ttl    time.Duration
 	cutoff time.Duration
+	// missingIsNew reads a missing epoch record as a new key's
+	// (MissingEpochIsNew) instead of as a loss.
+	missingIsNew bool
+	// holderTTL, when set, is the holder's TTL instead of ttl.
+	holderTTL time.Duration
 }
 
 // length is the quarantine lua/epoch.lua imposes after a failover.
@@ -34,7 +39,11 @@ func (q *quarantineRun) length() time.Duration {
 func (q *quarantineRun) options(id string) []lock.Option {
 	opts := []lock.Option{lock.WithTTL(q.ttl), lock.WithIdentity(id), lock.WithRetryBackoff(time.Millisecond, 20*time.Millisecond)}
 	if !q.s.naive {
-		opts = append(opts, lock.WithFailoverQuarantine(q.cutoff, lock.MissingEpochWaits))
+		missing := lock.MissingEpochWaits
+		if q.missingIsNew {
+			missing = lock.MissingEpochIsNew
+		}
+		opts = append(opts, lock.WithFailoverQuarantine(q.cutoff, missing))
 	}
 	return opts
 }
@@ -44,6 +53,9 @@ func (q *quarantineRun) env(addr, id string, extra map[string]string) map[string
 	env := map[string]string{"REDIS": addr, "KEY": q.key, "TTL": q.ttl.String(), "ID": id}
 	if !q.s.naive {
 		env["CUTOFF"] = q.cutoff.String()
+	}
+	if q.missingIsNew {
+		env["MISSING"] = "new"
 	}
 	for k, v := range extra {
 		env[k] = v
@@ -79,6 +91,9 @@ func (q *quarantineRun) holder(addr, id string, hold time.Duration) *helper {
 	extra := map[string]string{}
 	if hold > 0 {
 		extra["HOLD"] = hold.String()
+	}
+	if q.holderTTL > 0 {
+		extra["TTL"] = q.holderTTL.String()
 	}
 	h := startHelper(q.s.t, "quarantine-holder", q.env(addr, id, extra))
 	h.next(q.s.t, "holding", 90*time.Second)
@@ -164,11 +179,16 @@ func (q *quarantineRun) checkWaits(firsts []event) {
 	}
 }
 
-// verdict checks S1 over every claim (the naive variant must be caught)
-// and that fences handed out by the server the contenders used increase.
-func (q *quarantineRun) verdict(holder string) {
+// verdict checks S1 over every claim (the naive variant must be caught;
+// where unsafe names a limit of the quarantine, both must be) and that
+// fences handed out by the server the contenders used increase.
+func (q *quarantineRun) verdict(holder, unsafe string) {
 	q.s.t.Helper()
-	q.s.check("S1", Overlaps(q.s.h.Claims()))
+	if unsafe != "" {
+		q.s.checkDocumented("S1", Overlaps(q.s.h.Claims()), true, unsafe)
+	} else {
+		q.s.check("S1", Overlaps(q.s.h.Claims()))
+	}
 	var contenders []Claim
 	for _, c := range q.s.h.Claims() {
 		if c.Client != holder {
