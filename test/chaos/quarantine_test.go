@@ -23,24 +23,36 @@ import (
 // names another server than the key's epoch record (run ID) — or, in the
 // second case, has no record at all, which MissingEpochWaits reads as one
 // lost with its key — and grants nothing until the holder's lease has
-// ended on its own clock. The third case is the limit
-// lock.MissingEpochIsNew documents: a record lost with its key reads as a
-// new key's, and two holders follow, with the quarantine as without.
+// ended on its own clock.
+//
+// Two more cases show the quarantine's limits: two holders follow with
+// it as without (their naive variant is the first case's). With
+// lock.MissingEpochIsNew, as it documents, a record lost with its key
+// reads as a new key's. And a holder with a longer TTL than the key's
+// other clients (4 s, theirs 1 s) whose grant is lost: the promoted
+// replica's record knows only the longest TTL it received, so the
+// quarantine (1 s + cutoff + 2 %) ends while the holder's lease runs. The
+// quarantine holds only if every client of a key uses the same TTL (or
+// the record learns the longest before a grant can be lost, as the
+// controller's record, written ahead of first use with the lock's TTL).
 func TestQuarantineAsyncFailoverLosesHeldKey(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		record       bool // the epoch record reached the replica before the fault
 		missingIsNew bool
-		unsafe       string // the documented unsafe outcome, if any
+		holderTTL    time.Duration // the holder's TTL when longer than the others' 2 s
+		unsafe       string        // the unsafe outcome asserted, if any
 	}{
 		{name: "record replicated", record: true},
 		{name: "record lost with the key", record: false},
 		{name: "record lost, MissingEpochIsNew", record: false, missingIsNew: true,
 			unsafe: "MissingEpochIsNew: a record lost with its key reads as a new key's, and nothing is quarantined"},
+		{name: "longer TTL lost with the grant", record: true, holderTTL: 5 * time.Second,
+			unsafe: "the longest TTL granted was lost with the grant: the quarantine lasts the others' TTL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			variants(t, "quarantine", "no quarantine", time.Minute, func(t *testing.T, s *scenario) {
-				q := &quarantineRun{s: s, key: "job", ttl: 2 * time.Second, cutoff: 500 * time.Millisecond, missingIsNew: tc.missingIsNew}
+			run := func(t *testing.T, s *scenario) {
+				q := &quarantineRun{s: s, key: "job", ttl: 2 * time.Second, cutoff: 500 * time.Millisecond, missingIsNew: tc.missingIsNew, holderTTL: tc.holderTTL}
 				g := redistest.StartReplicated(t, 1)
 				if tc.record {
 					q.warmUp(g.Master, 1)
@@ -61,39 +73,14 @@ func TestQuarantineAsyncFailoverLosesHeldKey(t *testing.T) {
 					q.checkWaits(firsts)
 				}
 				q.verdict("holder", tc.unsafe)
-			})
+			}
+			if tc.unsafe != "" {
+				run(t, newScenario(t, time.Minute, false)) // its naive variant is the case above's
+				return
+			}
+			variants(t, "quarantine", "no quarantine", time.Minute, run)
 		})
 	}
-}
-
-// A holder with a longer TTL than the key's other clients, whose grant is
-// lost with its write: the promoted replica's epoch record knows only the
-// longest TTL it received (the others', 1 s), so the quarantine (1 s +
-// cutoff + 2 %) ends while the holder's 4 s lease still runs. UNSAFE with
-// the quarantine as without: the quarantine holds only if every client of
-// a key uses the same TTL (or the record learns the longest before any
-// grant can be lost: the controller's record, written ahead of first use
-// with the lock's TTL).
-func TestQuarantineShortWhenALongerTTLIsLost(t *testing.T) {
-	variants(t, "quarantine", "no quarantine", time.Minute, func(t *testing.T, s *scenario) {
-		q := &quarantineRun{s: s, key: "job", ttl: time.Second, cutoff: 500 * time.Millisecond, holderTTL: 4 * time.Second}
-		g := redistest.StartReplicated(t, 1)
-		q.warmUp(g.Master, 1)
-		g.Replicas[0].Pause()
-		if err := g.Master.Client(t).ClientKillByFilter(s.ctx, "TYPE", "replica").Err(); err != nil {
-			t.Fatal(err)
-		}
-		h := q.holder(g.Master.Addr(), "holder", 0)
-		g.Master.Kill()
-		g.Replicas[0].Resume()
-		if err := g.Replicas[0].Promote(s.ctx); err != nil {
-			t.Fatal(err)
-		}
-		firsts := q.contend(g.Replicas[0].Addr(), 2, q.length()+time.Second)
-		q.holderClaim(h)
-		q.checkWaits(firsts)
-		q.verdict("holder", "the longest TTL granted was lost with the grant: the quarantine is as long as the others' TTL")
-	})
 }
 
 // A restart that loses writes: the server's RDB was saved before the
