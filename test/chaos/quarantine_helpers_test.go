@@ -14,12 +14,16 @@ import (
 // Helper roles of the failover-quarantine scenarios. CUTOFF, when set,
 // turns the quarantine on (missing epoch records wait, or with
 // MISSING=new read as new keys); without it the helper is redlease without
-// quarantine, the naive variant. ID names the client in the history.
+// quarantine, the naive variant. ID names the client in the history;
+// RENEW, if set, is its renewal interval.
 
 // quarantineOptions are the Locker options the helper's environment asks for.
 func quarantineOptions(ttl time.Duration) []lock.Option {
 	opts := []lock.Option{lock.WithTTL(ttl), lock.WithIdentity(os.Getenv("ID")),
 		lock.WithRetryBackoff(time.Millisecond, 20*time.Millisecond)}
+	if d, err := time.ParseDuration(os.Getenv("RENEW")); err == nil {
+		opts = append(opts, lock.WithRenewInterval(d))
+	}
 	if c := os.Getenv("CUTOFF"); c != "" {
 		cutoff, _ := time.ParseDuration(c)
 		missing := lock.MissingEpochWaits

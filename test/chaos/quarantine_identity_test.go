@@ -2,10 +2,13 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
@@ -117,4 +120,65 @@ func TestQuarantineFailoverAndBack(t *testing.T) {
 		q.checkWaits(firsts)
 		q.verdict("holder", "")
 	})
+}
+
+// A Sentinel failover (SENTINEL FAILOVER) under a held lease, every client
+// following Sentinel: the holder's key reached the replica, so its
+// renewals go on on the new master and its lease is not disturbed, while
+// the first acquisition on the new master, whose run ID is not the
+// record's, starts the quarantine and the contender waits it out, even
+// though the holder released meanwhile (a release during a quarantine
+// hands the key to nobody).
+func TestQuarantineSentinelFailoverKeepsASurvivingLease(t *testing.T) {
+	s := newScenario(t, time.Minute, false)
+	// A TTL longer than the failover takes, so that the key on the new
+	// master outlives the renewals lost in the switch.
+	q := &quarantineRun{s: s, key: "job", ttl: 3 * time.Second, cutoff: 500 * time.Millisecond}
+	g := redistest.StartSentinel(t, 1)
+	q.warmUp(g.Master, 1)
+	follower := func(id string) *lock.Locker {
+		c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName, SentinelAddrs: g.SentinelAddrs(),
+			ContextTimeoutEnabled: true, MaxRetries: -1})
+		t.Cleanup(func() { _ = c.Close() })
+		return newLocker(t, c, q.options(id)...)
+	}
+	holder, contender := follower("holder"), follower("contender")
+	lease, err := holder.TryAcquire(s.ctx, q.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := Mono()
+	syncReplicas(s.ctx, t, g.Master, 1)
+	start := time.Now()
+	newMaster, err := g.Failover(s.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failover to %s in %v", newMaster, time.Since(start).Round(time.Millisecond))
+	var left time.Duration
+	var sent time.Time
+	waitFor(t, 20*time.Second, "the contender reaching the new master", func() bool {
+		sent = time.Now()
+		_, err := contender.TryAcquire(s.ctx, q.key)
+		var na *lock.NotAcquiredError
+		if errors.As(err, &na) && na.Quarantine > 0 {
+			left = na.Quarantine
+			return true
+		}
+		return false
+	})
+	time.Sleep(left / 2)
+	if err := lease.Err(); err != nil {
+		t.Fatalf("the surviving lease was disturbed: %v", err)
+	}
+	if err := s.release("holder", lease, from); err != nil {
+		t.Fatalf("the holder's release on the new master: %v", err)
+	}
+	won, err := contender.Acquire(s.ctx, q.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.holdFor("contender", won, 20*time.Millisecond)
+	q.checkWaits([]event{{Quarantine: left, Waited: time.Since(sent)}})
+	expectClean(t, "S1", Overlaps(s.h.Claims()))
 }

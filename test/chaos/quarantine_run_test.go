@@ -28,6 +28,8 @@ type quarantineRun struct {
 	missingIsNew bool
 	// holderTTL, when set, is the holder's TTL instead of ttl.
 	holderTTL time.Duration
+	// holderRenew, when set, is the holder's renewal interval.
+	holderRenew time.Duration
 }
 
 // length is the quarantine lua/epoch.lua imposes after a failover.
@@ -94,6 +96,9 @@ func (q *quarantineRun) holder(addr, id string, hold time.Duration) *helper {
 	}
 	if q.holderTTL > 0 {
 		extra["TTL"] = q.holderTTL.String()
+	}
+	if q.holderRenew > 0 {
+		extra["RENEW"] = q.holderRenew.String()
 	}
 	h := startHelper(q.s.t, "quarantine-holder", q.env(addr, id, extra))
 	h.next(q.s.t, "holding", 90*time.Second)
