@@ -26,7 +26,7 @@ import (
 const helperEnv = "CHAOS_HELPER"
 
 type event struct {
-	Kind  string `json:"kind"` // "acquired", "about-to-write", "claim", "write", "error"
+	Kind  string `json:"kind"` // "acquired", "holding", "about-to-write", "claim", "write", "first", "done", "error"
 	Claim *Claim `json:"claim,omitempty"`
 	Write *Write `json:"write,omitempty"`
 	Error string `json:"error,omitempty"`
