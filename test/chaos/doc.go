@@ -12,7 +12,8 @@
 // Each scenario also runs a naive variant written inside the test (SETNX
 // then EXPIRE, GET-then-DEL release, renewal without a local deadline, no
 // WAIT, a counter without a floor, Redlock without the elapsed-time check,
-// an INCR/DECR counter semaphore, expiring permits without an owner check)
+// an INCR/DECR counter semaphore, expiring permits without an owner check,
+// redlease without its failover quarantine)
 // and asserts that the same checker catches it: a check that cannot fail
 // proves nothing.
 //

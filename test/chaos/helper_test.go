@@ -26,10 +26,14 @@ import (
 const helperEnv = "CHAOS_HELPER"
 
 type event struct {
-	Kind  string `json:"kind"` // "acquired", "about-to-write", "claim", "write", "error"
+	Kind  string `json:"kind"` // "acquired", "holding", "about-to-write", "claim", "write", "first", "done", "error"
 	Claim *Claim `json:"claim,omitempty"`
 	Write *Write `json:"write,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Quarantine and Waited (ns) report a quarantined acquisition: the
+	// quarantine left that the server reported, and how long it took.
+	Quarantine time.Duration `json:"quarantine,omitempty"`
+	Waited     time.Duration `json:"waited,omitempty"`
 }
 
 func emit(e event) {
@@ -128,6 +132,10 @@ func runHelper(role string) int {
 		return naiveCounterLoop(ctx, client, key, ttl)
 	case "naive-expiring-loop":
 		return naiveExpiringLoop(ctx, client, key, ttl)
+	case "quarantine-holder":
+		return quarantineHolder(ctx, client, key, ttl)
+	case "quarantine-contender":
+		return quarantineContender(ctx, client, key, ttl)
 	case "naive-setnx-loop":
 		emit(event{Kind: "acquired"})
 		for i := 0; ; i++ {
