@@ -52,6 +52,7 @@ func (r *DistributedLockReconciler) observeOnStore(ctx context.Context, rd *roun
 	}
 	r.checkReplicasFromStore(rd, found.status)
 	r.observeHolder(ctx, rd)
+	r.observeQuarantine(ctx, rd, found.status)
 	rd.connection = connectionOf(rd.store, rd.masterAddr, storeMasters(found.status))
 	return nil
 }
@@ -199,6 +200,8 @@ func readyOnStore(rd *round) conditionResult {
 		c = result(metav1.ConditionFalse, rd.failReason, rd.failMessage)
 	case rd.guard.set && rd.guard.status != metav1.ConditionTrue:
 		c = result(metav1.ConditionFalse, rd.guard.reason, rd.guard.message)
+	case rd.quarantine.unsound():
+		c = result(metav1.ConditionFalse, rd.quarantine.cond.reason, rd.quarantine.cond.message)
 	case rd.store.redis.Mode == v1alpha1.RedisModeRedlock:
 		c = result(metav1.ConditionTrue, v1alpha1.ReasonAvailable, fmt.Sprintf("on %s: Redlock, quorum %d of %d", rd.store.requester(), rd.quorumN, len(rd.masters)))
 	default:
