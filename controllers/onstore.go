@@ -136,6 +136,9 @@ func (r *DistributedLockReconciler) mayUseStore(ctx context.Context, rd *round, 
 	if err := r.kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, meta); err != nil {
 		return fail(v1alpha1.ReasonCredentialsNotProvisioned, fmt.Sprintf("the credentials Secret %s/%s of %s is not written yet", ns, name, found.spec.requester()))
 	}
+	if found.spec.isolation == v1alpha1.IsolationACL && rd.dl.Spec.FailoverQuarantine() && meta.GetAnnotations()[annotationQuarantineRights] != "true" {
+		return fail(v1alpha1.ReasonCredentialsNotProvisioned, fmt.Sprintf("%s has not yet given namespace %s's Redis user INFO server and replication, which the failover quarantine's scripts read", found.spec.requester(), ns))
+	}
 	rd.credentialsSecret = name
 	return true
 }

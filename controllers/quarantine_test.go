@@ -192,8 +192,10 @@ func TestFailoverQuarantineUnsound(t *testing.T) {
 // (Standalone), only the namespace whose lock uses the quarantine gets
 // INFO server and replication, which its scripts read; its lock publishes
 // cutoff 0 and its record is in place, so a pod of the namespace running
-// the quarantine takes the key at once. The other namespace is refused
-// INFO (it would see the server's pid, paths and replica addresses).
+// the quarantine takes the key at once (the lock became Ready only once
+// the credentials Secret said the user may: it is written after the
+// users). The other namespace is refused INFO (it would see the
+// server's pid, paths and replica addresses).
 func TestFailoverQuarantineTenants(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOptions{namespaces: 2})
@@ -212,6 +214,16 @@ func TestFailoverQuarantineTenants(t *testing.T) {
 	plain := h.waitForIn(nsPlain, "job", "Ready", isReady)
 	if plain.Status.FailoverQuarantine != nil || meta.FindStatusCondition(plain.Status.Conditions, v1alpha1.ConditionFailoverQuarantine) != nil {
 		t.Errorf("a lock without the quarantine publishes %+v", plain.Status.FailoverQuarantine)
+	}
+
+	for ns, want := range map[string]string{nsQ: "true", nsPlain: "false"} {
+		var s corev1.Secret
+		if err := h.c.Get(h.ctx(), client.ObjectKey{Namespace: ns, Name: "redlease-" + cs.Name}, &s); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Annotations[annotationQuarantineRights]; got != want {
+			t.Errorf("%s: the credentials Secret says %s=%q, want %q", ns, annotationQuarantineRights, got, want)
+		}
 	}
 
 	ctx := h.ctx()

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,6 +97,14 @@ func (s *StoreReconciler) provisionTenants(ctx context.Context, rd *round, so st
 		rd.tenants = result(metav1.ConditionTrue, v1alpha1.ReasonTenantsProvisioned, fmt.Sprintf("%d namespace(s) provisioned", provisioned))
 	}
 }
+
+// annotationQuarantineRights on a tenant's credentials Secret (isolation
+// ACL) says whether its Redis user may run INFO server and replication,
+// which the failover quarantine's scripts read: "true" once it may on
+// every node (the Secret is written after the users), "false" otherwise.
+// A lock under the quarantine waits for "true" to become Ready, so that
+// its pods do not start before their user may run the scripts.
+const annotationQuarantineRights = "redlease.io/failover-quarantine"
 
 // aclWhatToDo is what a user can do about ACLs the server refuses: on a
 // managed service, which forbids ACL, only the second.
@@ -241,7 +250,9 @@ func (s *StoreReconciler) provisionACLTenant(ctx context.Context, rd *round, so 
 	}
 	data[v1alpha1.CredentialsUsername] = []byte(user)
 	data[v1alpha1.CredentialsPassword] = []byte(pw.passwords.Current)
-	if err := s.writeCredentials(ctx, so.spec, ns, name, data, pw.annotations()); err != nil {
+	annotations := pw.annotations()
+	annotations[annotationQuarantineRights] = strconv.FormatBool(t.quarantine)
+	if err := s.writeCredentials(ctx, so.spec, ns, name, data, annotations); err != nil {
 		return err
 	}
 	s.rotations.put(rk, pw.record)
