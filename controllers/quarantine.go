@@ -119,7 +119,11 @@ func quarantineBound(rd *round, store *v1alpha1.LockStoreStatus) (time.Duration,
 		return 0, fmt.Sprintf("%s is Redlock, whose independent nodes have no failover for a quarantine to wait out: turn spec.safety.failoverQuarantine off", rd.store.requester())
 	}
 	want, _, manage := wantedGuard(rd.store.safety)
-	cutoff := time.Duration(want.MinReplicasMaxLag)*time.Second + masterCountPeriod
+	lag := want.MinReplicasMaxLag
+	if lag == 0 { // no safety at all: what a guard would default to
+		lag = defaultMaxLagSeconds
+	}
+	cutoff := time.Duration(lag)*time.Second + masterCountPeriod
 	whose := "spec.safety"
 	if store != nil {
 		whose = "the spec.safety of " + rd.store.requester()

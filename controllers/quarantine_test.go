@@ -246,3 +246,34 @@ func TestFailoverQuarantineTenants(t *testing.T) {
 		}
 	}
 }
+
+// TestFailoverQuarantineSentinel: a SENTINEL FAILOVER of a guarded
+// Sentinel lock (every replica required) starts the quarantine on the
+// new master, which clears after ttl + cutoff + 2 %.
+func TestFailoverQuarantineSentinel(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{})
+	g := redistest.StartSentinel(t, 1)
+	spec := quarantineSpec(1)
+	spec.Redis = v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeSentinel, Sentinel: &v1alpha1.SentinelSpec{MasterName: g.MasterName, Addresses: g.SentinelAddrs()}}
+	h.create("sentinel", spec)
+	h.waitFor("sentinel", "Ready with the epoch recorded", isQuarantineIdle)
+	newMaster, err := g.Failover(h.ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	failedOver := time.Now()
+	h.waitFor("sentinel", "quarantined on the new master", func(dl *v1alpha1.DistributedLock) error {
+		if dl.Status.Master != newMaster || dl.Status.QuarantinedUntil == nil {
+			return fmt.Errorf("master %s, quarantinedUntil %v: want %s and a quarantine", dl.Status.Master, dl.Status.QuarantinedUntil, newMaster)
+		}
+		return hasCondition(dl, v1alpha1.ConditionFailoverQuarantine, metav1.ConditionTrue, v1alpha1.ReasonQuarantined)
+	})
+	// The new master refuses writes (min-replicas-to-write 1) until the
+	// demoted one has resynced: the record, and so the quarantine, start
+	// then.
+	quarantined := time.Since(failedOver)
+	h.waitEvent("sentinel", corev1.EventTypeWarning, v1alpha1.ReasonQuarantined)
+	h.waitFor("sentinel", "the quarantine over", isQuarantineIdle)
+	t.Logf("quarantine published %v and cleared %v after the failover", quarantined.Round(100*time.Millisecond), time.Since(failedOver).Round(100*time.Millisecond))
+}
