@@ -277,3 +277,44 @@ func TestFailoverQuarantineSentinel(t *testing.T) {
 	h.waitFor("sentinel", "the quarantine over", isQuarantineIdle)
 	t.Logf("quarantine published %v and cleared %v after the failover", quarantined.Round(100*time.Millisecond), time.Since(failedOver).Round(100*time.Millisecond))
 }
+
+// TestFailoverQuarantineCluster: on a Redis Cluster (three masters, one
+// replica each, every replica required), a CLUSTER FAILOVER of the shard
+// that serves the key starts the quarantine on the key's new master.
+func TestFailoverQuarantineCluster(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{})
+	cl := redistest.StartCluster(t, redistest.WithClusterReplicas(1))
+	spec := quarantineSpec(1)
+	spec.Key = "catalog/reindex"
+	spec.Redis = v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeCluster, Addresses: []string{cl.Masters[0].Addr()}}
+	h.create("sharded", spec)
+	dl := h.waitFor("sharded", "Ready with the epoch recorded", isQuarantineIdle)
+	ctx := h.ctx()
+	var replica *redistest.Server
+	for _, r := range cl.Replicas {
+		info, err := r.Info(ctx, "replication")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info["master_host"]+":"+info["master_port"] == dl.Status.Master {
+			replica = r
+		}
+	}
+	if replica == nil {
+		t.Fatalf("no replica of the key's master %s", dl.Status.Master)
+	}
+	if err := replica.Client(t).Do(ctx, "cluster", "failover").Err(); err != nil {
+		t.Fatal(err)
+	}
+	failedOver := time.Now()
+	h.waitFor("sharded", "quarantined on the key's new master", func(dl *v1alpha1.DistributedLock) error {
+		if dl.Status.Master != replica.Addr() || dl.Status.QuarantinedUntil == nil {
+			return fmt.Errorf("master %s, quarantinedUntil %v: want %s and a quarantine", dl.Status.Master, dl.Status.QuarantinedUntil, replica.Addr())
+		}
+		return hasCondition(dl, v1alpha1.ConditionFailoverQuarantine, metav1.ConditionTrue, v1alpha1.ReasonQuarantined)
+	})
+	quarantined := time.Since(failedOver)
+	h.waitFor("sharded", "the quarantine over", isQuarantineIdle)
+	t.Logf("quarantine published %v and cleared %v after the failover", quarantined.Round(100*time.Millisecond), time.Since(failedOver).Round(100*time.Millisecond))
+}
