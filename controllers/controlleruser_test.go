@@ -24,7 +24,8 @@ import (
 // With the guard and isolation modes, a ClusterLockStore that asks for
 // both is Ready: the guard applied (CONFIG), a tenant user provisioned
 // (ACL), preflight read (CONFIG GET save) and a pod's lease observed (the
-// read script). With the line of neither mode, on another pair of
+// read script) with its key's epoch record written (the failover
+// quarantine). With the line of neither mode, on another pair of
 // servers, what is missing shows as the conditions that name it:
 // ReplicationGuarded ConfigUnavailable, TenantsProvisioned ACLUnavailable,
 // Preflight Unknown ConfigUnavailable.
@@ -70,7 +71,11 @@ func TestControllerUser(t *testing.T) {
 	}
 	withAll := h.createClusterStore("with-all", store(full))
 	without := h.createClusterStore("without", store(bare))
-	h.createIn(ns, "job", onStore(v1alpha1.StoreKindClusterLockStore, withAll.Name, "job"))
+	// Under the failover quarantine: the controller writes the key's
+	// epoch record (HSET) with its user.
+	job := onStore(v1alpha1.StoreKindClusterLockStore, withAll.Name, "job")
+	job.Safety = &v1alpha1.SafetySpec{FailoverQuarantine: true}
+	h.createIn(ns, "job", job)
 	h.createIn(ns, "other", onStore(v1alpha1.StoreKindClusterLockStore, without.Name, "job"))
 
 	h.waitStore(withAll, "Ready, guarded, one tenant", func(st *v1alpha1.LockStoreStatus, gen int64) error {
@@ -86,6 +91,7 @@ func TestControllerUser(t *testing.T) {
 		return storeCondition(st, gen, v1alpha1.ConditionPreflight, metav1.ConditionTrue, v1alpha1.ReasonPersistenceDisabled)
 	})
 	dl := h.waitForIn(ns, "job", "Ready", readyOn(ns+"/job", v1alpha1.RedisModeReplicated, "redlease-"+withAll.Name))
+	h.waitForIn(ns, "job", "the epoch recorded with the controller's user", isQuarantineIdle)
 	locker := newLocker(t, h.podClient(dl), lock.WithIdentity("pod-a"), lock.WithTTL(10*time.Second))
 	lease, err := locker.TryAcquire(ctx, ns+"/job")
 	if err != nil {

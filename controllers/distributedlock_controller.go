@@ -185,6 +185,7 @@ func (r *DistributedLockReconciler) observeInline(ctx context.Context, rd *round
 	r.guards.markSeen(rd.store.requester())
 	r.observeStore(ctx, rd)
 	r.observeHolder(ctx, rd)
+	r.observeQuarantine(ctx, rd, nil)
 	r.publishInline(ctx, rd)
 	logf.FromContext(ctx).V(1).Info("observed", "endpoints", len(rd.endpoints), "master", rd.master, "resolveReason", rd.failReason)
 	return nil
@@ -268,8 +269,17 @@ func (r *DistributedLockReconciler) finishLock(ctx context.Context, rd *round, o
 	if terminal != nil {
 		return reconcile.Result{}, terminal
 	}
-	return reconcile.Result{RequeueAfter: r.nextReconcile(rd, &st.retry, ready)}, nil
+	next := r.nextReconcile(rd, &st.retry, ready)
+	if q := rd.quarantine; q.read && q.left > 0 {
+		// Back when the quarantine ends, to clear status.quarantinedUntil.
+		next = min(next, q.left+quarantineRecheck)
+	}
+	return reconcile.Result{RequeueAfter: next}, nil
 }
+
+// quarantineRecheck is how long after a quarantine's end the lock is
+// reconciled again: past the end on the server's clock.
+const quarantineRecheck = 200 * time.Millisecond
 
 // storeLockResync is how often a Ready lock on a store is reconciled when
 // nothing it watches changed, in probe intervals: its store's batched read

@@ -15,7 +15,8 @@ import (
 // changing its reason while False) or True again (not the first time),
 // Preflight becoming False or ConfigUnavailable (a check it could not
 // make), a SettingsConflict appearing, FunctionsLoaded or
-// TenantsProvisioned becoming False, the master moving. Idle reconciles
+// TenantsProvisioned becoming False, FailoverQuarantine becoming False or
+// a quarantine starting, the master moving. Idle reconciles
 // emit nothing. Notes are condition messages, which never contain a lock value.
 func (r *DistributedLockReconciler) emitTransitions(obj runtime.Object, conds, old []metav1.Condition, oldMaster, master string) {
 	if c, changed := transition(old, conds, v1alpha1.ConditionReady); changed && (c.Status != metav1.ConditionTrue || meta.FindStatusCondition(old, v1alpha1.ConditionReady) != nil) {
@@ -38,6 +39,9 @@ func (r *DistributedLockReconciler) emitTransitions(obj runtime.Object, conds, o
 	}
 	if c, changed := transition(old, conds, v1alpha1.ConditionTenantsProvisioned); changed && c.Status == metav1.ConditionFalse {
 		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "ProvisionTenants", "%s", c.Message)
+	}
+	if c, changed := transition(old, conds, v1alpha1.ConditionFailoverQuarantine); changed && (c.Status == metav1.ConditionFalse || c.Reason == v1alpha1.ReasonQuarantined) {
+		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "FailoverQuarantine", "%s", c.Message)
 	}
 	if oldMaster != "" && master != "" && oldMaster != master {
 		r.recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonMasterChanged, "Probe", "master moved from %s to %s", oldMaster, master)

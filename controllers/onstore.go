@@ -52,6 +52,7 @@ func (r *DistributedLockReconciler) observeOnStore(ctx context.Context, rd *roun
 	}
 	r.checkReplicasFromStore(rd, found.status)
 	r.observeHolder(ctx, rd)
+	r.observeQuarantine(ctx, rd, found.status)
 	rd.connection = connectionOf(rd.store, rd.masterAddr, storeMasters(found.status))
 	return nil
 }
@@ -135,6 +136,9 @@ func (r *DistributedLockReconciler) mayUseStore(ctx context.Context, rd *round, 
 	if err := r.kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, meta); err != nil {
 		return fail(v1alpha1.ReasonCredentialsNotProvisioned, fmt.Sprintf("the credentials Secret %s/%s of %s is not written yet", ns, name, found.spec.requester()))
 	}
+	if found.spec.isolation == v1alpha1.IsolationACL && rd.dl.Spec.FailoverQuarantine() && meta.GetAnnotations()[annotationQuarantineRights] != "true" {
+		return fail(v1alpha1.ReasonCredentialsNotProvisioned, fmt.Sprintf("%s has not yet given namespace %s's Redis user INFO server and replication, which the failover quarantine's scripts read", found.spec.requester(), ns))
+	}
 	rd.credentialsSecret = name
 	return true
 }
@@ -199,6 +203,8 @@ func readyOnStore(rd *round) conditionResult {
 		c = result(metav1.ConditionFalse, rd.failReason, rd.failMessage)
 	case rd.guard.set && rd.guard.status != metav1.ConditionTrue:
 		c = result(metav1.ConditionFalse, rd.guard.reason, rd.guard.message)
+	case rd.quarantine.unsound():
+		c = result(metav1.ConditionFalse, rd.quarantine.cond.reason, rd.quarantine.cond.message)
 	case rd.store.redis.Mode == v1alpha1.RedisModeRedlock:
 		c = result(metav1.ConditionTrue, v1alpha1.ReasonAvailable, fmt.Sprintf("on %s: Redlock, quorum %d of %d", rd.store.requester(), rd.quorumN, len(rd.masters)))
 	default:

@@ -85,6 +85,10 @@ type round struct {
 	holders []v1alpha1.PermitHolder
 	// raised describes fence counters raised this round.
 	raised []string
+
+	// quarantine is what the round found about the lock's failover
+	// quarantine.
+	quarantine quarantineRound
 }
 
 // conditionResult is a computed condition before it goes into status.

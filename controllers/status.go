@@ -25,6 +25,7 @@ func setLockStatus(rd *round) {
 		// stored before its key became immutable starts afresh.
 		st.Holder, st.FenceHighWater = nil, 0
 		st.Held, st.Holders = 0, nil
+		st.FailoverQuarantine, st.QuarantinedUntil = nil, nil
 	}
 	st.Key = rd.key
 	st.Connection = rd.connection
@@ -40,6 +41,7 @@ func setLockStatus(rd *round) {
 		st.FenceHighWater = rd.highWater
 		st.Held, st.Holders = rd.held, rd.holders
 	}
+	setQuarantineStatus(rd, st, dl.Generation)
 	if dl.Spec.Inline() {
 		st.Endpoints = endpointStatuses(rd)
 		setStoreConditions(rd, &st.Conditions, dl.Generation)
@@ -126,6 +128,8 @@ func ready(rd *round) conditionResult {
 		c = result(metav1.ConditionFalse, rd.masterReason, rd.masterMessage)
 	case mode != v1alpha1.RedisModeStandalone && rd.guard.set && rd.guard.status != metav1.ConditionTrue:
 		c = result(metav1.ConditionFalse, rd.guard.reason, rd.guard.message)
+	case rd.quarantine.unsound():
+		c = result(metav1.ConditionFalse, rd.quarantine.cond.reason, rd.quarantine.cond.message)
 	default:
 		var msg string
 		switch mode {

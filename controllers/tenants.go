@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,7 +51,7 @@ func (s *StoreReconciler) provisionTenants(ctx context.Context, rd *round, so st
 	for _, ns := range tenants {
 		var perr error
 		if acl {
-			perr = s.provisionACLTenant(ctx, rd, so, ns.name, ns.longestTTL, nodes)
+			perr = s.provisionACLTenant(ctx, rd, so, ns, nodes)
 		} else {
 			perr = s.provisionSharedTenant(ctx, rd, ns.name)
 		}
@@ -97,6 +98,14 @@ func (s *StoreReconciler) provisionTenants(ctx context.Context, rd *round, so st
 	}
 }
 
+// annotationQuarantineRights on a tenant's credentials Secret (isolation
+// ACL) says whether its Redis user may run INFO server and replication,
+// which the failover quarantine's scripts read: "true" once it may on
+// every node (the Secret is written after the users), "false" otherwise.
+// A lock under the quarantine waits for "true" to become Ready, so that
+// its pods do not start before their user may run the scripts.
+const annotationQuarantineRights = "redlease.io/failover-quarantine"
+
 // aclWhatToDo is what a user can do about ACLs the server refuses: on a
 // managed service, which forbids ACL, only the second.
 const aclWhatToDo = "grant the controllerAuth user ACL SETUSER, ACL DELUSER and ACL USERS (lockctl controller-user prints the line), or use a ClusterLockStore with tenants.isolation: None, whose namespaces share clientAuth (isolation is immutable: a new store)"
@@ -114,6 +123,10 @@ type tenant struct {
 	// longestTTL of its locks on the store: an old password stays valid
 	// for twice that after a rotation.
 	longestTTL time.Duration
+	// quarantine is true when one of its locks on the store uses the
+	// failover quarantine, whose scripts read INFO server and
+	// replication: only such a namespace's Redis user may.
+	quarantine bool
 }
 
 // tenantNamespaces are the namespaces with locks on the store that the
@@ -129,9 +142,11 @@ func (s *StoreReconciler) tenantNamespaces(ctx context.Context, so storeObject) 
 		return nil, fmt.Errorf("listing the locks on %s: %w", so.spec.requester(), err)
 	}
 	ttl := map[string]time.Duration{}
+	quarantine := map[string]bool{}
 	for i := range locks.Items {
 		dl := &locks.Items[i]
 		ttl[dl.Namespace] = max(ttl[dl.Namespace], dl.Spec.TTLOrDefault())
+		quarantine[dl.Namespace] = quarantine[dl.Namespace] || dl.Spec.FailoverQuarantine()
 	}
 	var out []tenant
 	for ns, t := range ttl {
@@ -144,7 +159,7 @@ func (s *StoreReconciler) tenantNamespaces(ctx context.Context, so storeObject) 
 				continue
 			}
 		}
-		out = append(out, tenant{name: ns, longestTTL: t})
+		out = append(out, tenant{name: ns, longestTTL: t, quarantine: quarantine[ns]})
 	}
 	slices.SortFunc(out, func(a, b tenant) int { return strings.Compare(a.name, b.name) })
 	return out, nil
@@ -191,12 +206,13 @@ func aclNodes(rd *round) (nodes []*endpoint, down []string) {
 	return nodes, down
 }
 
-// provisionACLTenant gives namespace ns its Redis user on every node and
+// provisionACLTenant gives namespace t its Redis user on every node and
 // writes its credentials Secret. The password lives in that Secret; a
 // rotation request (redlease.io/rotate on the store or on the Secret)
 // makes a new one, and the old one stays accepted for twice the longest
 // TTL of the namespace's locks, so held leases renew across it.
-func (s *StoreReconciler) provisionACLTenant(ctx context.Context, rd *round, so storeObject, ns string, longestTTL time.Duration, nodes []*endpoint) error {
+func (s *StoreReconciler) provisionACLTenant(ctx context.Context, rd *round, so storeObject, t tenant, nodes []*endpoint) error {
+	ns := t.name
 	if len(nodes) == 0 {
 		return errors.New("no node answered")
 	}
@@ -206,8 +222,8 @@ func (s *StoreReconciler) provisionACLTenant(ctx context.Context, rd *round, so 
 		return err
 	}
 	rk := rotationKey{store: so.spec.uid, namespace: ns}
-	pw := rotation(prev, s.rotations.get(rk), so.obj.GetAnnotations()[v1alpha1.AnnotationRotate], rd.now, max(2*longestTTL, minRotationGrace))
-	opts := protocol.ACLOptions{DB: int(so.spec.redis.DB), Cluster: so.spec.redis.Mode == v1alpha1.RedisModeCluster}
+	pw := rotation(prev, s.rotations.get(rk), so.obj.GetAnnotations()[v1alpha1.AnnotationRotate], rd.now, max(2*t.longestTTL, minRotationGrace))
+	opts := protocol.ACLOptions{DB: int(so.spec.redis.DB), Cluster: so.spec.redis.Mode == v1alpha1.RedisModeCluster, Quarantine: t.quarantine}
 	if opts, err = redisacl.DetectOptions(ctx, nodes[0].client, opts); err != nil {
 		return err
 	}
@@ -234,7 +250,9 @@ func (s *StoreReconciler) provisionACLTenant(ctx context.Context, rd *round, so 
 	}
 	data[v1alpha1.CredentialsUsername] = []byte(user)
 	data[v1alpha1.CredentialsPassword] = []byte(pw.passwords.Current)
-	if err := s.writeCredentials(ctx, so.spec, ns, name, data, pw.annotations()); err != nil {
+	annotations := pw.annotations()
+	annotations[annotationQuarantineRights] = strconv.FormatBool(t.quarantine)
+	if err := s.writeCredentials(ctx, so.spec, ns, name, data, annotations); err != nil {
 		return err
 	}
 	s.rotations.put(rk, pw.record)

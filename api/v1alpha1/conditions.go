@@ -57,6 +57,16 @@ const (
 	// Ready condition as the lock sees it: found, allowed for the lock's
 	// namespace, Ready, and the credentials Secret provisioned.
 	ConditionStoreReady = "StoreReady"
+
+	// ConditionFailoverQuarantine (a DistributedLock with
+	// spec.safety.failoverQuarantine) is True when the quarantine's bound
+	// holds and the key's epoch record is in place (reason EpochRecorded,
+	// or Quarantined while a quarantine holds grants back), False when
+	// the bound does not hold (QuarantineUnsound, which holds back Ready),
+	// Unknown when the record could not be read or written
+	// (EpochUnrecorded, which does not: the pods' scripts check and write
+	// the record themselves).
+	ConditionFailoverQuarantine = "FailoverQuarantine"
 )
 
 // Condition reasons (status.conditions[].reason), stable CamelCase words.
@@ -250,4 +260,32 @@ const (
 	// ReasonInlineLocksDisabled (Ready False): the manager runs with
 	// --allow-inline-locks=false; the lock must use a store (storeRef).
 	ReasonInlineLocksDisabled = "InlineLocksDisabled"
+
+	// ReasonEpochRecorded (FailoverQuarantine True): the quarantine's
+	// bound holds and the key's epoch record names the server that takes
+	// its writes; nothing is held back.
+	ReasonEpochRecorded = "EpochRecorded"
+
+	// ReasonQuarantined (FailoverQuarantine True, and a Warning Event when
+	// it starts): the key's server changed (a failover, a restart that may
+	// have lost writes, or its epoch record was lost) and nothing is
+	// granted until status.quarantinedUntil, when every lease the old
+	// server granted has ended. Waiters keep their places.
+	ReasonQuarantined = "Quarantined"
+
+	// ReasonQuarantineUnsound (FailoverQuarantine and Ready False, and a
+	// Warning Event): the quarantine's bound does not hold: the master has
+	// more replicas than min-replicas-to-write requires (a partitioned old
+	// master keeping the others goes on granting after one is promoted),
+	// the replica guard is not managed, or the store is Redlock. Raise
+	// minReplicasToWrite to the number of replicas (on a store: the
+	// store's), or turn the quarantine off.
+	ReasonQuarantineUnsound = "QuarantineUnsound"
+
+	// ReasonEpochUnrecorded (FailoverQuarantine Unknown): the key's epoch
+	// record could not be read or written (the message says why). It does
+	// not hold back Ready: the pods' scripts check and write the record on
+	// every acquisition, and the first one waits a quarantine when the
+	// controller never wrote it.
+	ReasonEpochUnrecorded = "EpochUnrecorded"
 )

@@ -72,7 +72,10 @@ const DefaultTTL = 30 * time.Second
 // +kubebuilder:validation:XValidation:rule="has(self.key) == has(oldSelf.key) && (!has(self.key) || self.key == oldSelf.key)",fieldPath=".key",messageExpression=`'key is immutable' + (has(self.key) && has(oldSelf.key) ? ' (' + strings.quote(oldSelf.key) + ' to ' + strings.quote(self.key) + ')' : has(self.key) ? ' (setting it counts)' : ' (removing it counts)') + ': delete and re-create the lock to move it (holders of the old key would not exclude holders of the new one)'`,message="key is immutable: delete and re-create the lock to move it (holders of the old key would not exclude holders of the new one)"
 // +kubebuilder:validation:XValidation:rule="!has(self.renewInterval) || !self.renewInterval.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (has(self.ttl) && (!self.ttl.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || duration(self.ttl) > duration('24h'))) || (duration(self.renewInterval) <= duration('24h') && 200 * int(duration(self.renewInterval)) <= 99 * int(duration(has(self.ttl) ? self.ttl : '30s')) - 200000000)",fieldPath=".renewInterval",messageExpression=`[(99 * int(duration(has(self.ttl) ? self.ttl : '30s')) - 200000000) / 200].map(l, [l < 1000000000 || l % 1000000 != 0 ? 1000000 : 1000000000].map(u, [(l % u) / (u / 1000)].map(f, 'must leave room for a renewal inside the lease: 2 × renewInterval ≤ 0.99 × ttl − 2ms, and renewInterval %s is too long for ttl %s, which %s'.format([self.renewInterval, has(self.ttl) ? self.ttl : '30s', l <= 0 ? 'leaves no room for any renewal' : 'allows up to %d.%s%d%s'.format([l / u, f < 10 ? '00' : f < 100 ? '0' : "", f, u == 1000000 ? 'ms' : 's'])]))[0])[0])[0]`,message="must leave room for a renewal inside the lease: 2 × renewInterval ≤ 0.99 × ttl − 2ms (e.g. ttl 30s allows up to 14.849s)"
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.minReplicasToWrite) || self.safety.minReplicasToWrite == 0 || !has(self.redis) || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.minReplicasToWrite",reason="FieldValueForbidden",messageExpression=`'replica guards need replicas: use them with Replicated, Sentinel or Cluster mode, not ' + self.redis.mode + ' (Standalone and Redlock servers run without replicas)'`,message="replica guards need replicas: use them with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
-// +kubebuilder:validation:XValidation:rule="!has(self.storeRef) || !has(self.safety) || ((!has(self.safety.minReplicasToWrite) || self.safety.minReplicasToWrite == 0) && !(has(self.safety.manageReplicaSettings) && self.safety.manageReplicaSettings))",fieldPath=".safety",reason="FieldValueForbidden",message="the replica guard of a store's servers is the store's (spec.safety of the LockStore or ClusterLockStore); a lock on a store may only set waitForReplicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.storeRef) || !has(self.safety) || ((!has(self.safety.minReplicasToWrite) || self.safety.minReplicasToWrite == 0) && !(has(self.safety.manageReplicaSettings) && self.safety.manageReplicaSettings))",fieldPath=".safety",reason="FieldValueForbidden",message="the replica guard of a store's servers is the store's (spec.safety of the LockStore or ClusterLockStore); a lock on a store may only set waitForReplicas and failoverQuarantine"
+// +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.failoverQuarantine) || !self.safety.failoverQuarantine || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".safety.failoverQuarantine",reason="FieldValueForbidden",message="the failover quarantine does not apply to Redlock: its nodes are independent masters, with no failover to wait out (use it with Standalone, Replicated, Sentinel or Cluster)"
+// +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.failoverQuarantine) || !self.safety.failoverQuarantine || !has(self.redis) || !(self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']) || (has(self.safety.manageReplicaSettings) && self.safety.manageReplicaSettings && has(self.safety.minReplicasToWrite) && self.safety.minReplicasToWrite >= 1)",fieldPath=".safety.failoverQuarantine",reason="FieldValueInvalid",messageExpression=`'the failover quarantine on ' + self.redis.mode + ' needs the replica guard managed: set safety.manageReplicaSettings true and safety.minReplicasToWrite to the number of replicas (its bound holds only while a master cut off from any replica stops taking writes within minReplicasMaxLag; with fewer required, a partitioned old master that keeps one replica goes on granting)'`,message="the failover quarantine on Replicated, Sentinel or Cluster needs the replica guard managed: set safety.manageReplicaSettings true and safety.minReplicasToWrite to the number of replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.failoverQuarantine) || !self.safety.failoverQuarantine || !has(self.permits) || self.permits == 1",fieldPath=".safety.failoverQuarantine",reason="FieldValueForbidden",message="the failover quarantine applies to locks only (permits 1): a semaphore's scripts keep no epoch record"
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.waitForReplicas) || self.safety.waitForReplicas == 0 || !has(self.redis) || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.waitForReplicas",reason="FieldValueForbidden",messageExpression=`'waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode, not ' + self.redis.mode + ' (Standalone and Redlock servers run without replicas)'`,message="waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
 // +kubebuilder:validation:XValidation:rule="!has(self.fairness) || self.fairness != 'FIFO' || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".fairness",reason="FieldValueForbidden",message="fairness FIFO needs the waiting line, which Redlock does not have (the line would need a quorum of its own): use Default with Redlock"
 // +kubebuilder:validation:XValidation:rule="!has(self.permits) || self.permits == 1 || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".permits",reason="FieldValueForbidden",message="permits above 1 need one Redis deployment: on Redlock a majority of nodes per holder does not bound the holders (3 nodes, 2 permits: holders {a,b}, {a,c}, {b,c} give three holders a majority each); use 1 with Redlock"
@@ -249,8 +252,9 @@ type DistributedLockStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Ready, EndpointsResolved, ReplicationGuarded
-	// (Replicated, Sentinel, Cluster), QuorumAvailable (Redlock) and
-	// Preflight. See conditions.go for the reasons.
+	// (Replicated, Sentinel, Cluster), QuorumAvailable (Redlock),
+	// Preflight and FailoverQuarantine (with
+	// spec.safety.failoverQuarantine). See conditions.go for the reasons.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -333,6 +337,42 @@ type DistributedLockStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	FenceHighWater int64 `json:"fenceHighWater,omitempty"`
+
+	// failoverQuarantine is what pods need to run the lock under
+	// spec.safety.failoverQuarantine; absent when it is off. Pods treat a
+	// lock that asks for the quarantine without it as not Ready.
+	// +optional
+	FailoverQuarantine *FailoverQuarantineStatus `json:"failoverQuarantine,omitempty"`
+
+	// quarantinedUntil is when the key's failover quarantine ends, as the
+	// controller last read it (rounded up to the second): its server
+	// changed (a failover, a restart that may have lost writes, or its
+	// epoch record was lost), and nothing is granted until then. Absent
+	// when no quarantine holds grants back.
+	// +optional
+	QuarantinedUntil *metav1.Time `json:"quarantinedUntil,omitempty"`
+}
+
+// FailoverQuarantineStatus is what pods need to run a lock under the
+// failover quarantine (lock.WithFailoverQuarantine), and what the
+// controller remembers of the key's epoch record.
+type FailoverQuarantineStatus struct {
+	// cutoff bounds how long a master cut off from its replicas may still
+	// accept writes: the replica guard's minReplicasMaxLag plus the second
+	// in which a master counts its good replicas (Replicated, Sentinel,
+	// Cluster), 0 on Standalone. The quarantine after a failover lasts the
+	// key's longest TTL plus cutoff plus 2 %.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	Cutoff metav1.Duration `json:"cutoff"`
+
+	// epochRecorded is when the controller first wrote the key's epoch
+	// record (before any pod used the key). From then on a record found
+	// missing was lost (with a failover or a restart) and starts a
+	// quarantine, instead of being written afresh as a new key's.
+	// +optional
+	EpochRecorded *metav1.Time `json:"epochRecorded,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -408,6 +448,11 @@ func (s *DistributedLockSpec) TTLOrDefault() time.Duration {
 		return DefaultTTL
 	}
 	return s.TTL.Duration
+}
+
+// FailoverQuarantine reports whether spec.safety.failoverQuarantine is on.
+func (s *DistributedLockSpec) FailoverQuarantine() bool {
+	return s.Safety != nil && s.Safety.FailoverQuarantine
 }
 
 // FencingEnabled reports whether fencing tokens are on: true unless

@@ -243,6 +243,19 @@ func TestInvalidRefused(t *testing.T) {
 		{"manageReplicaSettings with zero", obj{"redis": obj{"mode": "Replicated", "addresses": three}, "safety": obj{"manageReplicaSettings": true, "minReplicasToWrite": 0}},
 			"spec.safety.minReplicasToWrite", "manageReplicaSettings needs minReplicasToWrite of 1 or more"},
 
+		// Failover quarantine.
+		{"failover quarantine on redlock", obj{"redis": obj{"mode": "Redlock", "addresses": three}, "safety": obj{"failoverQuarantine": true}},
+			"spec.safety.failoverQuarantine", "the failover quarantine does not apply to Redlock"},
+		{"failover quarantine on replicated without a guard", obj{"redis": obj{"mode": "Replicated", "addresses": three}, "safety": obj{"failoverQuarantine": true}},
+			"spec.safety.failoverQuarantine", "the failover quarantine on Replicated needs the replica guard managed: set safety.manageReplicaSettings true and safety.minReplicasToWrite to the number of replicas"},
+		{"failover quarantine on sentinel with a guard only checked", obj{"redis": obj{"mode": "Sentinel", "sentinel": obj{"masterName": "m", "addresses": list("s:26379")}},
+			"safety": obj{"failoverQuarantine": true, "minReplicasToWrite": 2}},
+			"spec.safety.failoverQuarantine", "the failover quarantine on Sentinel needs the replica guard managed"},
+		{"failover quarantine on cluster with waitForReplicas only", obj{"redis": obj{"mode": "Cluster", "addresses": list("c:6379")}, "safety": obj{"failoverQuarantine": true, "waitForReplicas": 1}},
+			"spec.safety.failoverQuarantine", "a partitioned old master that keeps one replica goes on granting"},
+		{"failover quarantine on a semaphore", obj{"permits": 2, "redis": standalone(), "safety": obj{"failoverQuarantine": true}},
+			"spec.safety.failoverQuarantine", "the failover quarantine applies to locks only (permits 1)"},
+
 		// Key.
 		{"key with a space", obj{"key": "nightly settlement", "redis": standalone()},
 			"spec.key", "must not contain whitespace or control characters"},
@@ -326,6 +339,12 @@ func TestValidAccepted(t *testing.T) {
 			"tls": obj{"enabled": true, "caSecretRef": obj{"name": "redis-ca", "key": "ca.crt"}, "serverName": "redis.cache.svc"}}}},
 		{"TLS without verification", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6380"), "tls": obj{"enabled": true, "insecureSkipVerify": true}}}},
 		{"TLS off, said explicitly", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "tls": obj{"enabled": false}}}},
+		{"failover quarantine on standalone", obj{"redis": standalone(), "safety": obj{"failoverQuarantine": true}}},
+		{"failover quarantine on replicated with the guard managed", obj{"redis": obj{"mode": "Replicated", "addresses": list("r-0:6379")},
+			"safety": obj{"failoverQuarantine": true, "minReplicasToWrite": 2, "minReplicasMaxLag": "1s", "manageReplicaSettings": true}}},
+		{"failover quarantine on cluster with the guard managed", obj{"redis": obj{"mode": "Cluster", "addresses": list("c:6379")},
+			"safety": obj{"failoverQuarantine": true, "minReplicasToWrite": 1, "manageReplicaSettings": true}}},
+		{"failover quarantine on a store", obj{"storeRef": obj{"kind": "LockStore", "name": "redis"}, "safety": obj{"failoverQuarantine": true, "waitForReplicas": 1}}},
 		{"replicated with every guard", obj{"redis": obj{"mode": "Replicated", "addresses": list("r-0:6379", "r-1:6379")},
 			"safety": obj{"minReplicasToWrite": 1, "minReplicasMaxLag": "1m", "manageReplicaSettings": true, "waitForReplicas": 1}}},
 		{"replicated through a service, wait only", obj{"redis": obj{"mode": "Replicated", "service": obj{"name": "redis", "port": 6379}},

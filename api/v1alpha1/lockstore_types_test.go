@@ -139,15 +139,16 @@ func TestStoresInvalidRefused(t *testing.T) {
 	cert := obj{"name": "redis-client"}
 	none := obj{"isolation": "None"}
 	const (
-		exactlyOne = "set exactly one of storeRef (a LockStore or ClusterLockStore that holds the Redis settings) or redis (the servers, inline)"
-		lockOwnNS  = "Forbidden: a DistributedLock reads Secrets of its own namespace only"
-		lsOwnNS    = "Forbidden: a LockStore uses Secrets and Services of its own namespace only"
-		clsNeedsNS = "Required value: a ClusterLockStore has no namespace of its own: say which namespace this reference is in"
-		storeAuth  = "Forbidden: on a store, the pods' credentials are clientAuth and the controller's are controllerAuth (redis.username and redis.passwordSecretRef are for inline locks)"
-		perLock    = "Forbidden: waitForReplicas is per lock: set it on the DistributedLocks that need it"
-		needsRepl  = "Forbidden: replica guards need replicas: use them with Replicated, Sentinel or Cluster mode"
-		storeGuard = "Forbidden: the replica guard of a store's servers is the store's (spec.safety of the LockStore or ClusterLockStore); a lock on a store may only set waitForReplicas"
-		aclAuth    = "Forbidden: isolation: ACL gives each namespace a generated Redis user: clientAuth is for isolation: None"
+		exactlyOne  = "set exactly one of storeRef (a LockStore or ClusterLockStore that holds the Redis settings) or redis (the servers, inline)"
+		lockOwnNS   = "Forbidden: a DistributedLock reads Secrets of its own namespace only"
+		lsOwnNS     = "Forbidden: a LockStore uses Secrets and Services of its own namespace only"
+		clsNeedsNS  = "Required value: a ClusterLockStore has no namespace of its own: say which namespace this reference is in"
+		storeAuth   = "Forbidden: on a store, the pods' credentials are clientAuth and the controller's are controllerAuth (redis.username and redis.passwordSecretRef are for inline locks)"
+		perLock     = "Forbidden: waitForReplicas is per lock: set it on the DistributedLocks that need it"
+		quarPerLock = "Forbidden: failoverQuarantine is per lock: set it on the DistributedLocks that need it"
+		needsRepl   = "Forbidden: replica guards need replicas: use them with Replicated, Sentinel or Cluster mode"
+		storeGuard  = "Forbidden: the replica guard of a store's servers is the store's (spec.safety of the LockStore or ClusterLockStore); a lock on a store may only set waitForReplicas and failoverQuarantine"
+		aclAuth     = "Forbidden: isolation: ACL gives each namespace a generated Redis user: clientAuth is for isolation: None"
 	)
 	cases := []struct {
 		kind  string
@@ -204,6 +205,8 @@ func TestStoresInvalidRefused(t *testing.T) {
 			"spec.redis", storeAuth},
 		{kindLS, "waitForReplicas", obj{"redis": replicatedOn("r-0:6379"), "safety": obj{"waitForReplicas": 1}},
 			"spec.safety.waitForReplicas", perLock},
+		{kindLS, "failoverQuarantine", obj{"redis": replicatedOn("r-0:6379"), "safety": obj{"minReplicasToWrite": 1, "manageReplicaSettings": true, "failoverQuarantine": true}},
+			"spec.safety.failoverQuarantine", quarPerLock},
 		{kindLS, "minReplicasToWrite on Standalone", obj{"redis": standalone(), "safety": obj{"minReplicasToWrite": 1}},
 			"spec.safety.minReplicasToWrite", needsRepl + ", not Standalone"},
 		{kindLS, "minReplicasToWrite on Redlock", obj{"redis": redlockOn(), "safety": obj{"minReplicasToWrite": 1, "manageReplicaSettings": true}},
@@ -248,6 +251,8 @@ func TestStoresInvalidRefused(t *testing.T) {
 			"spec.redis", storeAuth},
 		{kindCLS, "waitForReplicas", obj{"redis": sentinelOn("locks", nil), "safety": obj{"minReplicasToWrite": 1, "waitForReplicas": 1}},
 			"spec.safety.waitForReplicas", perLock},
+		{kindCLS, "failoverQuarantine", obj{"redis": standalone(), "safety": obj{"failoverQuarantine": true}},
+			"spec.safety.failoverQuarantine", quarPerLock},
 		{kindCLS, "minReplicasToWrite on Standalone", obj{"redis": standalone(), "safety": obj{"minReplicasToWrite": 1}},
 			"spec.safety.minReplicasToWrite", needsRepl + ", not Standalone"},
 		{kindCLS, "minReplicasToWrite on Redlock", obj{"redis": redlockOn(), "safety": obj{"minReplicasToWrite": 2}},

@@ -323,6 +323,23 @@ type SafetySpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	WaitForReplicas int32 `json:"waitForReplicas,omitempty"`
+
+	// failoverQuarantine (DistributedLock only) makes the lock's scripts
+	// grant nothing, after its key's server changed (a replica promoted
+	// by an asynchronous failover, a restart that may have lost writes),
+	// until every lease the old server granted has ended: the longest
+	// TTL granted on the key, plus how long a master cut off from its
+	// replicas may still accept writes (status.failoverQuarantine.cutoff),
+	// plus 2 % for clock drift. The controller writes the key's epoch
+	// record before first use, so a record lost later starts a
+	// quarantine too. Sound only where a cut-off master stops writing:
+	// Standalone, or Replicated, Sentinel and Cluster with the replica
+	// guard managed and minReplicasToWrite equal to the number of
+	// replicas (on a store: the store's guard); FailoverQuarantine says
+	// whether it holds. Not with Redlock, nor with permits above 1.
+	// Absent ⇒ false.
+	// +optional
+	FailoverQuarantine bool `json:"failoverQuarantine,omitempty"`
 }
 
 // FencingSpec configures fencing tokens.

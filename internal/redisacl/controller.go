@@ -40,13 +40,14 @@ type ControllerModes struct {
 
 // controllerCommands are what the controller sends on every store: PING
 // and INFO (the probe: role, replicas, run_id, server, maxmemory_policy,
-// AOF), SELECT (db ≠ 0), and EVALSHA/EVAL of protocol's read and
-// raise-fence scripts with the commands those scripts run, which Redis
-// checks against the caller's ACL (lua/read.lua, lua/raise_fence.lua;
-// TestControllerRulesCoverItsScripts).
+// AOF), SELECT (db ≠ 0), and EVALSHA/EVAL of protocol's read,
+// raise-fence and epoch-record scripts with the commands those scripts
+// run, which Redis checks against the caller's ACL (lua/read.lua,
+// lua/raise_fence.lua, lua/epoch_read.lua: EXISTS, HSET and HDEL for the
+// failover quarantine's record; TestControllerRulesCoverItsScripts).
 var controllerCommands = []string{
 	"ping", "info", "select", "evalsha", "eval",
-	"get", "type", "pttl", "time", "zrangebyscore", "hmget", "set",
+	"get", "type", "pttl", "time", "zrangebyscore", "hmget", "set", "exists", "hset", "hdel",
 }
 
 var (

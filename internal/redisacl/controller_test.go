@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redisacl"
 	"github.com/redlease/redlease/internal/redistest"
@@ -22,8 +24,9 @@ import (
 // TestControllerSetUser: for each mode, the rendered line, pasted into
 // redis-cli as it is, creates a user on a real server that can do what the
 // controller does in that mode (PING, INFO, read a lock's and a
-// semaphore's key, raise a fence counter; CONFIG GET/SET with the guard;
-// ACL SETUSER/USERS/DELUSER and COMMAND INFO with isolation; FUNCTION
+// semaphore's key, raise a fence counter, write an epoch record; CONFIG
+// GET/SET with the guard; ACL SETUSER/USERS/DELUSER and COMMAND INFO
+// with isolation; FUNCTION
 // LIST and LOAD with functions) and is
 // refused (NOPERM) what the mode leaves out, and everything else.
 func TestControllerSetUser(t *testing.T) {
@@ -85,6 +88,7 @@ func TestControllerSetUser(t *testing.T) {
 					}
 					return err
 				},
+				"writing, then checking, an epoch record": recordEpochTwice(c, lockKey),
 			}
 			for what, run := range always {
 				if err := run(ctx); err != nil {
@@ -138,5 +142,19 @@ func TestControllerSetUserRefusesBadPasswords(t *testing.T) {
 		if line, err := redisacl.ControllerSetUser(pw, redisacl.ControllerModes{}); err == nil {
 			t.Errorf("password %q: rendered %q, want an error", pw, line)
 		}
+	}
+}
+
+// recordEpochTwice writes key's epoch record (the failover quarantine's)
+// through c when it is missing, then checks it, as the controller does.
+func recordEpochTwice(c *redis.Client, key string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		for _, missingWaits := range []bool{false, true} {
+			q := protocol.Quarantine{On: true, Cutoff: time.Second, MissingWaits: missingWaits}
+			if _, err := protocol.RecordEpoch(ctx, protocol.Scripts(c), key, time.Second, q); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 }

@@ -89,6 +89,9 @@ type target struct {
 	fifo        bool // spec.fairness FIFO
 	replicaAcks int
 	permits     int // spec.permits: above 1, a semaphore
+	// quarantine is status.failoverQuarantine: the failover quarantine's
+	// cutoff when on (nil: off).
+	quarantine *time.Duration
 }
 
 // resolve turns the resource into a target: the connection from its
@@ -106,6 +109,10 @@ func resolve(ctx context.Context, secrets *credentials, dl *v1alpha1.Distributed
 		return target{}, fmt.Errorf("%w: %s/%s: status.quorum %d is not a majority of the %d nodes in status.connection", ErrNotReady, dl.Namespace, dl.Name, st.Quorum, n)
 	}
 	t := leaseSettings(dl)
+	if q := st.FailoverQuarantine; q != nil {
+		cutoff := q.Cutoff.Duration
+		t.quarantine = &cutoff
+	}
 	t.key = st.Key
 	t.conn = *st.Connection.DeepCopy()
 	t.id = identityOf(dl.Spec.StoreRef, t.key, &t.conn)
@@ -144,6 +151,10 @@ func checkReady(dl *v1alpha1.DistributedLock) error {
 	if dl.Status.CredentialsSecretRef == nil || dl.Status.CredentialsSecretRef.Name == "" {
 		missing = append(missing, "status.credentialsSecretRef")
 	}
+	if dl.Spec.FailoverQuarantine() && dl.Status.FailoverQuarantine == nil {
+		// Without its cutoff the pods would grant without the quarantine.
+		missing = append(missing, "status.failoverQuarantine")
+	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: %s/%s: Ready, but without %s (a controller that predates them?)", ErrNotReady, dl.Namespace, dl.Name, strings.Join(missing, ", "))
 	}
@@ -173,8 +184,12 @@ func leaseSettings(dl *v1alpha1.DistributedLock) target {
 func (t target) fingerprint() string {
 	h := sha256.New()
 	// hash.Hash's Write never returns an error, so neither does Fprintf.
-	_, _ = fmt.Fprintf(h, "%q|%s|%q|%+v|%d|%s|%s|%v|%v|%v|%d|%v|%d", t.key, t.conn.Mode, t.conn.Addresses, t.conn.Sentinel, t.conn.DB,
-		redisconn.Credentials{TLS: t.servers.TLS}.Fingerprint(), t.sentinels.Fingerprint(), t.ttl, t.renew, t.fencing, t.replicaAcks, t.fifo, t.permits)
+	quarantine := "off"
+	if t.quarantine != nil {
+		quarantine = t.quarantine.String()
+	}
+	_, _ = fmt.Fprintf(h, "%q|%s|%q|%+v|%d|%s|%s|%v|%v|%v|%d|%v|%d|%s", t.key, t.conn.Mode, t.conn.Addresses, t.conn.Sentinel, t.conn.DB,
+		redisconn.Credentials{TLS: t.servers.TLS}.Fingerprint(), t.sentinels.Fingerprint(), t.ttl, t.renew, t.fencing, t.replicaAcks, t.fifo, t.permits, quarantine)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -191,6 +206,11 @@ func (t target) connect(opts []lock.Option, source redisconn.CredentialsSource) 
 	}
 	if t.fifo {
 		base = append(base, lock.WithFIFO())
+	}
+	if t.quarantine != nil {
+		// The controller wrote the key's epoch record before publishing
+		// the cutoff: a record missing now was lost.
+		base = append(base, lock.WithFailoverQuarantine(*t.quarantine, lock.MissingEpochWaits))
 	}
 	opts = append(base, opts...)
 	clients, err := redisconn.NewUniversal(t.conn, t.servers, t.sentinels, redisconn.WithCredentialsSource(source))

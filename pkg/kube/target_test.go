@@ -100,6 +100,10 @@ func TestCheckReady(t *testing.T) {
 			Reason: "Because", Message: "the reason's message", ObservedGeneration: observed})
 		return dl
 	}
+	quarantineAsked := func(dl *v1alpha1.DistributedLock) *v1alpha1.DistributedLock {
+		dl.Spec.Safety = &v1alpha1.SafetySpec{FailoverQuarantine: true}
+		return dl
+	}
 	without := func(change func(*v1alpha1.DistributedLockStatus)) *v1alpha1.DistributedLock {
 		dl := withReady(metav1.ConditionTrue, 2)
 		change(&dl.Status)
@@ -120,6 +124,7 @@ func TestCheckReady(t *testing.T) {
 		{"no status.key", without(func(s *v1alpha1.DistributedLockStatus) { s.Key = "" }), false, "without status.key"},
 		{"no status.connection", without(func(s *v1alpha1.DistributedLockStatus) { s.Connection = nil }), false, "without status.connection"},
 		{"no status.credentialsSecretRef", without(func(s *v1alpha1.DistributedLockStatus) { s.CredentialsSecretRef = nil }), false, "without status.credentialsSecretRef"},
+		{"quarantine asked, no status.failoverQuarantine", quarantineAsked(withReady(metav1.ConditionTrue, 2)), false, "without status.failoverQuarantine"},
 		{"none of them", without(func(s *v1alpha1.DistributedLockStatus) { *s = v1alpha1.DistributedLockStatus{Conditions: s.Conditions} }), false,
 			"status.key, status.connection, status.credentialsSecretRef"},
 	} {
@@ -189,6 +194,7 @@ func TestFingerprint(t *testing.T) {
 		{"waitForReplicas", func(t *target) { t.replicaAcks = 1 }, true},
 		{"fairness", func(t *target) { t.fifo = true }, true},
 		{"permits", func(t *target) { t.permits = 3 }, true},
+		{"failover quarantine", func(t *target) { cutoff := time.Duration(0); t.quarantine = &cutoff }, true},
 	} {
 		tg := base()
 		c.change(&tg)
