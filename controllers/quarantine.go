@@ -19,10 +19,13 @@ import (
 	"github.com/redlease/redlease/internal/redisprobe"
 )
 
-// masterCountPeriod is how often a Redis master recounts its good replicas
-// for min-replicas-to-write: a master cut off from them goes on accepting
-// writes for up to min-replicas-max-lag plus this.
-const masterCountPeriod = time.Second
+// cutoffSlack is how long past min-replicas-max-lag a Redis master cut off
+// from its replicas may go on accepting writes: it counts a replica's lag
+// in whole seconds (an acknowledgement stays fresh up to 1 s past the
+// lag), and it recounts its good replicas only once a second (up to 1 s
+// later still). test/chaos TestQuarantineSplitBrainUntilMinReplicasMaxLag
+// measured 2.87 s with a lag of 1 s, and two holders with a slack of 1 s.
+const cutoffSlack = 2 * time.Second
 
 // quarantineRound is what a round found about a lock's failover
 // quarantine (spec.safety.failoverQuarantine).
@@ -123,7 +126,7 @@ func quarantineBound(rd *round, store *v1alpha1.LockStoreStatus) (time.Duration,
 	if lag == 0 { // no safety at all: what a guard would default to
 		lag = defaultMaxLagSeconds
 	}
-	cutoff := time.Duration(lag)*time.Second + masterCountPeriod
+	cutoff := time.Duration(lag)*time.Second + cutoffSlack
 	whose := "spec.safety"
 	if store != nil {
 		whose = "the spec.safety of " + rd.store.requester()

@@ -17,7 +17,7 @@ import (
 	"github.com/redlease/redlease/internal/redisprobe"
 )
 
-// TestQuarantineBound: the cutoff is minReplicasMaxLag + 1s where a guard
+// TestQuarantineBound: the cutoff is minReplicasMaxLag + 2s where a guard
 // bounds the cut-off master and 0 on Standalone; the bound holds only
 // where min-replicas-to-write covers every replica of the key's master
 // (an inline lock's probe, or a store's connectedReplicas).
@@ -46,12 +46,12 @@ func TestQuarantineBound(t *testing.T) {
 	}{
 		{"standalone", v1alpha1.RedisModeStandalone, nil, master(0), nil, 0, ""},
 		{"redlock store", v1alpha1.RedisModeRedlock, nil, nil, store(0), 0, "is Redlock"},
-		{"every replica required", v1alpha1.RedisModeReplicated, guard(2, true), master(2), nil, 4 * time.Second, ""},
-		{"one of two required", v1alpha1.RedisModeSentinel, guard(1, true), master(2), nil, 4 * time.Second, "has 2 replica(s) and min-replicas-to-write 1"},
-		{"guard only checked", v1alpha1.RedisModeReplicated, guard(2, false), master(2), nil, 4 * time.Second, "not managed"},
-		{"a replica down", v1alpha1.RedisModeCluster, guard(2, true), master(1), nil, 4 * time.Second, ""},
-		{"store guarding every replica", v1alpha1.RedisModeReplicated, guard(2, true), master(0), store(2), 4 * time.Second, ""},
-		{"store guarding one of three", v1alpha1.RedisModeReplicated, guard(1, true), master(0), store(3), 4 * time.Second, "the spec.safety of LockStore/ns/s"},
+		{"every replica required", v1alpha1.RedisModeReplicated, guard(2, true), master(2), nil, 5 * time.Second, ""},
+		{"one of two required", v1alpha1.RedisModeSentinel, guard(1, true), master(2), nil, 5 * time.Second, "has 2 replica(s) and min-replicas-to-write 1"},
+		{"guard only checked", v1alpha1.RedisModeReplicated, guard(2, false), master(2), nil, 5 * time.Second, "not managed"},
+		{"a replica down", v1alpha1.RedisModeCluster, guard(2, true), master(1), nil, 5 * time.Second, ""},
+		{"store guarding every replica", v1alpha1.RedisModeReplicated, guard(2, true), master(0), store(2), 5 * time.Second, ""},
+		{"store guarding one of three", v1alpha1.RedisModeReplicated, guard(1, true), master(0), store(3), 5 * time.Second, "the spec.safety of LockStore/ns/s"},
 	} {
 		rd := &round{store: &storeSpec{kind: "LockStore", namespace: "ns", name: "s", redis: &v1alpha1.RedisSpec{Mode: c.mode}, safety: c.safety}, master: c.master, masterAddr: "m:6379"}
 		cutoff, unsound := quarantineBound(rd, c.store)
@@ -75,7 +75,7 @@ func TestQuarantineEnd(t *testing.T) {
 		prev *metav1.Time
 		want time.Time
 	}{
-		{"whole second", base.Add(4 * time.Second), nil, base.Add(4 * time.Second)},
+		{"whole second", base.Add(5 * time.Second), nil, base.Add(5 * time.Second)},
 		{"rounded up", base.Add(4*time.Second + time.Millisecond), nil, base.Add(5 * time.Second)},
 		{"a little earlier than before", base.Add(3*time.Second + 990*time.Millisecond), prev, base.Add(5 * time.Second)},
 		{"later than before", base.Add(5*time.Second + time.Millisecond), prev, base.Add(6 * time.Second)},

@@ -21,6 +21,7 @@ suites=(
 	"tenant ACLs|./internal/redisacl/"
 	"controller probe, guard, preflight, ACL, TLS, functions|./controllers/ -run ^(TestStandalone|TestReplicated|TestSentinel|TestCluster|TestPreflight|TestConfigUnavailable|TestGuardReachesReplicas|TestClusterLockStoreACLIsolation|TestFenceFloor|TestTLS|TestAStoreLoadsTheLibraryAgainAfterARestartEmpty|TestAMixedVersionUpgradeToFunctionsOnly|TestAStoreWithoutFunctionsKeepsScripts|TestClusterLockStoreOnCluster)$"
 	"servers that forbid administration (CONFIG, ACL, DEBUG, MONITOR renamed)|./controllers/ ./internal/redisacl/ ./internal/redistest/ -run ^(TestAdminForbidden|TestACLUnavailable|TestOptions)$"
+	"failover quarantine (server identity from INFO: failover, restart, backlog, failover and back)|./test/chaos/ ./controllers/ -run ^(TestQuarantineAsyncFailoverLosesHeldKey|TestQuarantineRestartFromOlderRDB|TestQuarantineNotForBacklogChanges|TestQuarantineFailoverAndBack|TestFailoverQuarantine)$"
 	"chaos (kills, pauses, failover, restart-empty, linearizability)|./test/chaos/ -run ^(TestHolderPausedPastItsTTL|TestMasterKilledBeforeReplicating|TestSentinelFailoverUnderLoad|TestFenceAfterRestartEmpty|TestLineHeadKilled|TestMaxConcurrent)$"
 )
 

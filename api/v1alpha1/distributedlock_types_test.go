@@ -253,8 +253,6 @@ func TestInvalidRefused(t *testing.T) {
 			"spec.safety.failoverQuarantine", "the failover quarantine on Sentinel needs the replica guard managed"},
 		{"failover quarantine on cluster with waitForReplicas only", obj{"redis": obj{"mode": "Cluster", "addresses": list("c:6379")}, "safety": obj{"failoverQuarantine": true, "waitForReplicas": 1}},
 			"spec.safety.failoverQuarantine", "a partitioned old master that keeps one replica goes on granting"},
-		{"failover quarantine on a semaphore", obj{"permits": 2, "redis": standalone(), "safety": obj{"failoverQuarantine": true}},
-			"spec.safety.failoverQuarantine", "the failover quarantine applies to locks only (permits 1)"},
 
 		// Key.
 		{"key with a space", obj{"key": "nightly settlement", "redis": standalone()},
@@ -340,6 +338,7 @@ func TestValidAccepted(t *testing.T) {
 		{"TLS without verification", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6380"), "tls": obj{"enabled": true, "insecureSkipVerify": true}}}},
 		{"TLS off, said explicitly", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "tls": obj{"enabled": false}}}},
 		{"failover quarantine on standalone", obj{"redis": standalone(), "safety": obj{"failoverQuarantine": true}}},
+		{"failover quarantine on a semaphore", obj{"permits": 2, "redis": standalone(), "safety": obj{"failoverQuarantine": true}}},
 		{"failover quarantine on replicated with the guard managed", obj{"redis": obj{"mode": "Replicated", "addresses": list("r-0:6379")},
 			"safety": obj{"failoverQuarantine": true, "minReplicasToWrite": 2, "minReplicasMaxLag": "1s", "manageReplicaSettings": true}}},
 		{"failover quarantine on cluster with the guard managed", obj{"redis": obj{"mode": "Cluster", "addresses": list("c:6379")},

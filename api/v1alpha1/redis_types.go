@@ -336,7 +336,7 @@ type SafetySpec struct {
 	// Standalone, or Replicated, Sentinel and Cluster with the replica
 	// guard managed and minReplicasToWrite equal to the number of
 	// replicas (on a store: the store's guard); FailoverQuarantine says
-	// whether it holds. Not with Redlock, nor with permits above 1.
+	// whether it holds. Locks and semaphores alike; not with Redlock.
 	// Absent ⇒ false.
 	// +optional
 	FailoverQuarantine bool `json:"failoverQuarantine,omitempty"`
@@ -413,7 +413,7 @@ type EndpointStatus struct {
 	Slots string `json:"slots,omitempty"`
 
 	// libraries are the redlease Redis Functions libraries a master of a
-	// store serves (FUNCTION LIST), e.g. [redlease_v4]; two during a
+	// store serves (FUNCTION LIST), e.g. [redlease_v5]; two during a
 	// rolling upgrade of the protocol. Empty on a master without them (see
 	// the store's FunctionsLoaded condition) and on replicas.
 	// +optional

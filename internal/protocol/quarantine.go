@@ -16,10 +16,9 @@ type Quarantine struct {
 	// On turns the quarantine on.
 	On bool
 	// Cutoff bounds how long a master cut off from the others may still
-	// have accepted writes: min-replicas-max-lag plus the second in which
-	// a master counts its good replicas, or a Cluster's
-	// cluster-node-timeout. See docs/protocol.md for when that bound
-	// holds.
+	// have accepted writes: min-replicas-max-lag plus 2 s (a master counts
+	// a replica's lag in whole seconds and recounts its good replicas once
+	// a second). See docs/protocol.md for when that bound holds.
 	Cutoff time.Duration
 	// MissingWaits reads a key without an epoch record as one whose record
 	// was lost with it (quarantined), not as a new key: for keys whose

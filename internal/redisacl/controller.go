@@ -43,11 +43,11 @@ type ControllerModes struct {
 // AOF), SELECT (db ≠ 0), and EVALSHA/EVAL of protocol's read,
 // raise-fence and epoch-record scripts with the commands those scripts
 // run, which Redis checks against the caller's ACL (lua/read.lua,
-// lua/raise_fence.lua, lua/epoch_read.lua: EXISTS, HSET and HDEL for the
-// failover quarantine's record; TestControllerRulesCoverItsScripts).
+// lua/raise_fence.lua, lua/epoch_read.lua: HGET, EXISTS, HSET and HDEL for
+// the failover quarantine's record; TestControllerRulesCoverItsScripts).
 var controllerCommands = []string{
 	"ping", "info", "select", "evalsha", "eval",
-	"get", "type", "pttl", "time", "zrangebyscore", "hmget", "set", "exists", "hset", "hdel",
+	"get", "type", "pttl", "time", "zrangebyscore", "hmget", "hget", "set", "exists", "hset", "hdel",
 }
 
 var (

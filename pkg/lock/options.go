@@ -195,7 +195,7 @@ const (
 // granted or renewed has ended on its holder's clock: the longest TTL
 // granted on the key, plus cutoff, plus 2 % for clock drift. cutoff bounds
 // how long a master cut off from its replicas may still accept writes:
-// min-replicas-max-lag plus 1 s where every replica is required
+// min-replicas-max-lag plus 2 s where every replica is required
 // (min-replicas-to-write equal to the number of replicas; with fewer, a
 // partitioned master keeping one replica accepts writes for as long as the
 // partition lasts, and no cutoff holds), 0 on a standalone server. Waiters

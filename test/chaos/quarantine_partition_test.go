@@ -14,16 +14,15 @@ import (
 const maxLag = time.Second
 
 // cutoffForLag is how long a master cut off from its replicas may still
-// accept writes: maxLag + 2 s, one second more than the rule
-// lock.WithFailoverQuarantine states (maxLag + 1 s), which is short.
-// Redis counts a replica good while its lag, in whole seconds of its
+// accept writes: maxLag + 2 s, the rule lock.WithFailoverQuarantine
+// states and the operator publishes. Redis counts a replica good while its lag, in whole seconds of its
 // cached clock (now - last REPLCONF ACK), is at most maxLag: up to
 // maxLag + 1 s after its last ACK; and the master recounts only in its
 // once-a-second replicationCron, up to 1 s later still. In the worst case
 // (startLateInASecond, partitionAfterAck) a master was measured accepting
 // writes for 2.87-2.89 s with maxLag 1 s;
 // TestQuarantineSplitBrainUntilMinReplicasMaxLag shows two holders with
-// the documented cutoff.
+// one second less.
 const cutoffForLag = maxLag + 2*time.Second
 
 // startLateInASecond waits until 850 ms into a wall-clock second, so that
@@ -78,9 +77,10 @@ func guard(ctx context.Context, t *testing.T, master *redistest.Server, n int) {
 // key's replicated TTL runs out there, while the holder's renewals still
 // succeed on the old master. With it (cutoffForLag) the promoted replica
 // grants nothing until the holder's last renewal on the old master has run
-// out. With the cutoff lock.WithFailoverQuarantine documents, maxLag + 1 s,
-// the quarantine ends while the holder still holds: two holders, asserted
-// (the quarantine variant only; its naive variant is the first case's).
+// out. With a cutoff of maxLag + 1 s (the rule counting only the once-a-
+// second recount, not the whole-second lag) the quarantine ends while the
+// holder still holds: two holders, asserted (the quarantine variant only;
+// its naive variant is the first case's).
 func TestQuarantineSplitBrainUntilMinReplicasMaxLag(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -88,7 +88,7 @@ func TestQuarantineSplitBrainUntilMinReplicasMaxLag(t *testing.T) {
 		unsafe string
 	}{
 		{name: "cutoff maxLag + 2 s", cutoff: cutoffForLag},
-		{name: "cutoff maxLag + 1 s, as documented", cutoff: maxLag + time.Second,
+		{name: "cutoff maxLag + 1 s, one second short", cutoff: maxLag + time.Second,
 			unsafe: "the old master took renewals for more than maxLag + 1 s after the partition"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
