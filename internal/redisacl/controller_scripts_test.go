@@ -6,8 +6,8 @@ SPDX-License-Identifier: Apache-2.0
 package redisacl_test
 
 import (
+	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -32,8 +32,9 @@ func TestControllerRulesCoverItsScripts(t *testing.T) {
 			allowed[cmd] = true
 		}
 	}
+	lua := os.DirFS("../protocol/lua")
 	for _, script := range []string{"read.lua", "raise_fence.lua", "epoch_read.lua", "epoch.lua"} {
-		src, err := os.ReadFile(filepath.Join("..", "protocol", "lua", script))
+		src, err := fs.ReadFile(lua, script)
 		if err != nil {
 			t.Fatal(err)
 		}
