@@ -81,7 +81,7 @@ const readValueBytes = MaxIdentityLength + 1 + 2*randomBytes + 1
 func ReadKeys(ctx context.Context, r Runner, keys []string, maxPermits int) (reads []Read, errs []error) {
 	calls := make([]Call, len(keys))
 	for i, key := range keys {
-		calls[i] = Call{readScript, []string{key, HoldersKey(key), FenceKey(key), EpochKey(key)}, []any{readValueBytes, maxPermits}}
+		calls[i] = Call{readScript, scriptKeys(key, holdersSuffix, fenceSuffix, epochSuffix), []any{readValueBytes, maxPermits}}
 	}
 	cmds := r.Pipelined(ctx, calls)
 	reads, errs = make([]Read, len(keys)), make([]error, len(keys))

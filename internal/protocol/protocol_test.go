@@ -39,6 +39,26 @@ func TestDerivedKeysShareTheLockKeysSlot(t *testing.T) {
 	}
 }
 
+// TestScriptKeysAreTheDerivedKeys: the KEYS lists, cut from one string,
+// name the same keys as the functions that derive them one by one.
+func TestScriptKeysAreTheDerivedKeys(t *testing.T) {
+	for _, key := range []string{"settlement", "orders{42}:lock", "a{}b", "x"} {
+		for _, tt := range []struct {
+			name      string
+			got, want []string
+		}{
+			{"AcquireKeys", protocol.AcquireKeys(key), []string{key, protocol.FenceKey(key), protocol.EventsChannel(key), protocol.LineKey(key), protocol.EpochKey(key)}},
+			{"RenewKeys", protocol.RenewKeys(key), []string{key, protocol.EpochKey(key)}},
+			{"AcquirePermitKeys", protocol.AcquirePermitKeys(key), []string{key, protocol.FenceKey(key), protocol.EventsChannel(key), protocol.PermitLineKey(key), protocol.HoldersKey(key), protocol.EpochKey(key)}},
+			{"RenewPermitKeys", protocol.RenewPermitKeys(key), []string{key, protocol.HoldersKey(key), protocol.EpochKey(key)}},
+		} {
+			if strings.Join(tt.got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("%s(%q) = %q, want %q", tt.name, key, tt.got, tt.want)
+			}
+		}
+	}
+}
+
 func TestValuesAreUniqueUnguessableAndNameTheirHolder(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {

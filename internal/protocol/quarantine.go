@@ -27,11 +27,17 @@ type Quarantine struct {
 	MissingWaits bool
 }
 
-func (q Quarantine) argv() []any {
+// quarantineArgc is how many arguments appendArgv adds.
+const quarantineArgc = 2
+
+// appendArgv appends the scripts' quarantine arguments to args, in place
+// when args has the room (every acquisition, renewal and release passes
+// them: no slice of their own).
+func (q Quarantine) appendArgv(args []any) []any {
 	if !q.On {
-		return []any{"", "0"}
+		return append(args, "", "0")
 	}
-	return []any{Millis(q.Cutoff), flag(q.MissingWaits)}
+	return append(args, Millis(q.Cutoff), flag(q.MissingWaits))
 }
 
 // Length is how long a quarantine lasts after a failover of a key whose
@@ -66,7 +72,7 @@ type EpochState struct {
 // it declares, without MissingWaits only the first time.
 func RecordEpoch(ctx context.Context, r Runner, key string, ttl time.Duration, q Quarantine) (EpochState, error) {
 	q.On = true
-	res, err := r.Run(ctx, Call{epochReadScript, []string{EpochKey(key)}, append([]any{Millis(ttl)}, q.argv()...)}).Int64Slice()
+	res, err := r.Run(ctx, Call{epochReadScript, []string{EpochKey(key)}, q.appendArgv([]any{Millis(ttl)})}).Int64Slice()
 	if err != nil {
 		return EpochState{}, fmt.Errorf("epoch record of %q: %w", key, err)
 	}

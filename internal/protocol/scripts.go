@@ -106,16 +106,16 @@ const HandoffWindow = time.Second
 
 // AcquireKeys are the KEYS of AcquireScript for lock key.
 func AcquireKeys(key string) []string {
-	return []string{key, FenceKey(key), EventsChannel(key), LineKey(key), EpochKey(key)}
+	return scriptKeys(key, fenceSuffix, eventsSuffix, lineSuffix, epochSuffix)
 }
 
 // RenewKeys are the KEYS of RenewScript for lock key.
-func RenewKeys(key string) []string { return []string{key, EpochKey(key)} }
+func RenewKeys(key string) []string { return scriptKeys(key, epochSuffix) }
 
 // RenewArgv is the ARGV of RenewScript: value's lease extended to ttl,
 // under q.
 func RenewArgv(value string, ttl time.Duration, q Quarantine) []any {
-	return append([]any{value, Millis(ttl)}, q.argv()...)
+	return q.appendArgv(append(make([]any, 0, 2+quarantineArgc), value, Millis(ttl)))
 }
 
 // AcquireArgs are one acquisition attempt's arguments.
@@ -152,18 +152,22 @@ type AcquireArgs struct {
 
 // Argv is the ARGV of AcquireScript.
 func (a AcquireArgs) Argv() []any {
-	return append(append(a.common(), flag(a.Sharded)), a.Quarantine.argv()...)
+	return a.Quarantine.appendArgv(append(a.common(1), flag(a.Sharded)))
 }
 
 // PermitArgv is the ARGV of AcquirePermitScript: Argv's with Permits
 // before Sharded.
 func (a AcquireArgs) PermitArgv() []any {
-	return append(append(a.common(), a.Permits, flag(a.Sharded)), a.Quarantine.argv()...)
+	return a.Quarantine.appendArgv(append(a.common(2), a.Permits, flag(a.Sharded)))
 }
 
-func (a AcquireArgs) common() []any {
-	return []any{a.Value, Millis(a.TTL), flag(a.Fencing), a.Identity, flag(a.Announce),
-		Millis(a.Place), flag(a.Queued), flag(a.FIFO), Millis(a.Window)}
+// common is the arguments Argv and PermitArgv share, in a slice with room
+// for the extra arguments each appends and the quarantine's: one
+// allocation per attempt.
+func (a AcquireArgs) common(extra int) []any {
+	const n = 9
+	return append(make([]any, 0, n+extra+quarantineArgc), a.Value, Millis(a.TTL), flag(a.Fencing), a.Identity, flag(a.Announce),
+		Millis(a.Place), flag(a.Queued), flag(a.FIFO), Millis(a.Window))
 }
 
 func flag(b bool) string {
@@ -199,8 +203,8 @@ type ReleaseArgs struct {
 // a.Announce says "released"); a value that does not hold the key leaves
 // the line. False when the key was not ours.
 func Release(ctx context.Context, r Runner, key, value string, a ReleaseArgs) (bool, error) {
-	keys := []string{key, EventsChannel(key), LineKey(key), FenceKey(key), EpochKey(key)}
-	args := append([]any{value, Millis(a.Window), flag(a.Announce), flag(a.Sharded), Millis(a.TTL)}, a.Quarantine.argv()...)
+	keys := scriptKeys(key, eventsSuffix, lineSuffix, fenceSuffix, epochSuffix)
+	args := a.Quarantine.appendArgv(append(make([]any, 0, 5+quarantineArgc), value, Millis(a.Window), flag(a.Announce), flag(a.Sharded), Millis(a.TTL)))
 	n, err := r.Run(ctx, Call{releaseScript, keys, args}).Int64()
 	if err != nil {
 		return false, fmt.Errorf("release %q: %w", key, err)
@@ -228,11 +232,11 @@ func RaiseFence(ctx context.Context, r Runner, key string, fence uint64) (bool, 
 
 // AcquirePermitKeys are the KEYS of AcquirePermitScript for semaphore key.
 func AcquirePermitKeys(key string) []string {
-	return []string{key, FenceKey(key), EventsChannel(key), PermitLineKey(key), HoldersKey(key), EpochKey(key)}
+	return scriptKeys(key, fenceSuffix, eventsSuffix, permitLineSuffix, holdersSuffix, epochSuffix)
 }
 
 // RenewPermitKeys are the KEYS of RenewPermitScript for semaphore key.
-func RenewPermitKeys(key string) []string { return []string{key, HoldersKey(key), EpochKey(key)} }
+func RenewPermitKeys(key string) []string { return scriptKeys(key, holdersSuffix, epochSuffix) }
 
 // ReleasePermit removes value's permit of the semaphore key, if it holds
 // one, and hands the permits that leaves free (of permits) to the first
@@ -241,8 +245,8 @@ func RenewPermitKeys(key string) []string { return []string{key, HoldersKey(key)
 // it says "released". A value holding no permit leaves the line. False
 // when value held no permit.
 func ReleasePermit(ctx context.Context, r Runner, key, value string, permits int, a ReleaseArgs) (bool, error) {
-	keys := []string{key, EventsChannel(key), PermitLineKey(key), HoldersKey(key), FenceKey(key), EpochKey(key)}
-	args := append([]any{value, Millis(a.Window), flag(a.Announce), permits, flag(a.Sharded), Millis(a.TTL)}, a.Quarantine.argv()...)
+	keys := scriptKeys(key, eventsSuffix, permitLineSuffix, holdersSuffix, fenceSuffix, epochSuffix)
+	args := a.Quarantine.appendArgv(append(make([]any, 0, 6+quarantineArgc), value, Millis(a.Window), flag(a.Announce), permits, flag(a.Sharded), Millis(a.TTL)))
 	n, err := r.Run(ctx, Call{releasePermitScript, keys, args}).Int64()
 	if err != nil {
 		return false, fmt.Errorf("release a permit of %q: %w", key, err)
