@@ -241,11 +241,14 @@ func (e *events) takeGrant(w *waiter) *protocol.Grant {
 // nil and the number of messages seen so far, for wait to tell whether one
 // slipped by.
 func (e *events) join(key string, queueLocally bool) (*waiter, uint64) {
-	ch := protocol.EventsChannel(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.closed || len(e.channels) == 0 { // uncontended: no channel name to build
+		return nil, 0
+	}
+	ch := protocol.EventsChannel(key)
 	cw := e.channels[ch]
-	if e.closed || cw == nil {
+	if cw == nil {
 		return nil, 0
 	}
 	if !queueLocally || !cw.confirmed || len(cw.queue) == 0 {
