@@ -57,6 +57,7 @@ func TestRBAC(t *testing.T) {
 	if err := errors.Join(env.Client.Create(t.Context(), &role), env.Client.Create(t.Context(), &binding)); err != nil {
 		t.Fatal(err)
 	}
+	env.WaitForAccess(t, "system:serviceaccount:"+ns+":settle", ns, "list", "redlease.io", "distributedlocks")
 	if r := lockctl(t, "run", "--lock", "rbac", "-n", ns, "--kubeconfig", asSA, "--", "true"); r.code != 0 {
 		t.Errorf("run as the bound ServiceAccount: exit %d, stderr %q", r.code, r.stderr)
 	}

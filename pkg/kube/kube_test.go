@@ -69,8 +69,10 @@ func podConfig(t *testing.T, env *kubetest.Env, ns string, secrets ...string) *r
 			t.Fatal(err)
 		}
 	}
+	user := fmt.Sprintf("system:serviceaccount:%s:worker", ns)
+	env.WaitForAccess(t, user, ns, "list", v1alpha1.GroupVersion.Group, "distributedlocks")
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:worker", ns)}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return cfg
 }
 
