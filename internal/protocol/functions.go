@@ -53,8 +53,16 @@ func Library() string {
 }
 
 // LoadLibrary loads (or replaces) the library on c's server, which must be
-// a master: it replicates to the replicas.
+// a master: it replicates to the replicas. On a Redis Cluster client it
+// loads it on every master, where a FUNCTION LOAD would reach one node.
 func LoadLibrary(ctx context.Context, c redis.Cmdable) error {
+	if cluster, ok := c.(interface {
+		ForEachMaster(context.Context, func(context.Context, *redis.Client) error) error
+	}); ok {
+		return cluster.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			return LoadLibrary(ctx, m)
+		})
+	}
 	if err := c.FunctionLoadReplace(ctx, Library()).Err(); err != nil {
 		return fmt.Errorf("loading the %s library: %w", LibraryName, err)
 	}

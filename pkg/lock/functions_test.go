@@ -1,7 +1,9 @@
 package lock_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -129,5 +131,40 @@ func TestFunctionsLoadLoadsTheLibraryWhereItIsMissing(t *testing.T) {
 	}
 	if n, evals := ran(t, srv, "fcall"), ran(t, srv, "evalsha", "eval"); n != 3 || evals != 0 {
 		t.Fatalf("an acquisition that loaded the library and a release made %d FCALLs and %d scripts; want 3 (the missing function, again once loaded, the release) and 0", n, evals)
+	}
+}
+
+// On Redis Cluster, FunctionsLoad loads the library on every master: a
+// FUNCTION LOAD sent through a ClusterClient reaches one node only, and
+// the keys of the other masters' slots then found neither the function
+// nor, FunctionsLoad calling functions only, a script to fall back on.
+func TestFunctionsLoadLoadsTheLibraryOnEveryClusterMaster(t *testing.T) {
+	cluster := redistest.StartCluster(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	client := cluster.Client(t)
+	l := newLocker(t, client, lock.WithFunctions(lock.FunctionsLoad))
+	for _, key := range []string{"a", "b", "orders/42", "jobs{nightly}", "z", "billing/settle", "k7", "k8"} {
+		lease, err := l.TryAcquire(ctx, key)
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatalf("%s: release: %v", key, err)
+		}
+	}
+	masters := 0
+	err := client.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		masters++
+		libs, err := m.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: protocol.LibraryName}).Result()
+		if err != nil {
+			return err
+		}
+		if len(libs) != 1 {
+			return fmt.Errorf("master %s has %d libraries named %s; want 1", m.Options().Addr, len(libs), protocol.LibraryName)
+		}
+		return nil
+	})
+	if err != nil || masters < 2 {
+		t.Fatalf("libraries on %d masters: %v", masters, err)
 	}
 }
