@@ -23,27 +23,40 @@ var LibraryName = "redlease_v" + strconv.Itoa(Version)
 type Script struct {
 	*redis.Script
 	name string
-	src  string
+	src  string // the pieces it uses, then body: what EVALSHA runs
+	body string // what the library's function runs, the pieces defined at load
 	// readOnly scripts are flagged no-writes in the library and called
 	// with FCALL_RO.
 	readOnly bool
 }
 
-func newScript(name, src string, readOnly bool) *Script {
-	return &Script{Script: redis.NewScript(src), name: name, src: src, readOnly: readOnly}
+// newScript is the script body, run after uses, pieces (scripts.go) it
+// calls, in their order there.
+func newScript(name string, readOnly bool, body string, uses ...string) *Script {
+	src := strings.Join(uses, "") + body
+	return &Script{Script: redis.NewScript(src), name: name, src: src, body: body, readOnly: readOnly}
 }
 
 // FunctionName is the script's function in the library.
 func (s *Script) FunctionName() string { return LibraryName + "_" + s.name }
 
-// Library is the source of the library (FUNCTION LOAD): each script
-// becomes a function whose body is the script itself, KEYS and ARGV its
-// parameters, so both ways of running it run the same Lua.
+// Library is the source of the library (FUNCTION LOAD): the shared pieces,
+// defined once when the library loads, then each script as a function whose
+// body is the script's own, KEYS and ARGV its parameters, so both ways of
+// running it run the same Lua. A script run with EVALSHA defines its pieces
+// again on every call (about 2 µs of server time per call for the acquire
+// and release, measured with INFO commandstats); a function does not.
+//
+// Every function first resets events_sharded (lua/line.lua), the one piece
+// variable a script sets: in the library it outlives the call that set it.
 func Library() string {
 	var b strings.Builder
 	b.WriteString("#!lua name=" + LibraryName + "\n")
+	for _, p := range pieces {
+		b.WriteString(p)
+	}
 	for _, s := range scripts {
-		fmt.Fprintf(&b, "redis.register_function{function_name='%s', callback=function(KEYS, ARGV)\n%s\nend", s.FunctionName(), s.src)
+		fmt.Fprintf(&b, "redis.register_function{function_name='%s', callback=function(KEYS, ARGV)\nevents_sharded = false\n%s\nend", s.FunctionName(), s.body)
 		if s.readOnly {
 			b.WriteString(", flags={'no-writes'}")
 		}

@@ -52,7 +52,7 @@ var (
 	epochReadSrc string
 	// epochReadScript records key's epoch when it has none (with ttl as
 	// its longest TTL) and reports the quarantine left.
-	epochReadScript = newScript("epoch_read", epochSrc+epochReadSrc, false)
+	epochReadScript = newScript("epoch_read", false, epochReadSrc, epochSrc)
 )
 
 // EpochState is what RecordEpoch found.

@@ -12,8 +12,9 @@ import (
 // The scripts are the Redis half of the protocol, run as the functions of
 // one library (functions.go) or with EVALSHA/EVAL. Redis scripts cannot
 // call one another, so the pieces two scripts share (the fence, the waiting
-// line, finishing an acquisition) are Lua functions prepended to each: one
-// definition, two scripts.
+// line, finishing an acquisition) are Lua functions prepended to each run
+// with EVALSHA (one definition, two scripts), and defined once, at load, in
+// the library (pieces).
 var (
 	//go:embed lua/fence.lua
 	fenceSrc string
@@ -32,21 +33,21 @@ var (
 	// fence} when acquired, {0, pttl, counter} when not (counter: the
 	// hand-off counter the attempt saw, protocol 4), or an error with the
 	// lock key not taken.
-	AcquireScript = newScript("acquire", fenceSrc+lineSrc+takenSrc+valueSrc+epochSrc+acquireSrc, false)
+	AcquireScript = newScript("acquire", false, acquireSrc, fenceSrc, lineSrc, takenSrc, valueSrc, epochSrc)
 
 	//go:embed lua/release.lua
 	releaseSrc    string
-	releaseScript = newScript("release", fenceSrc+lineSrc+valueSrc+epochSrc+releaseSrc, false)
+	releaseScript = newScript("release", false, releaseSrc, fenceSrc, lineSrc, valueSrc, epochSrc)
 
 	//go:embed lua/renew.lua
 	renewSrc string
 	// RenewScript: KEYS RenewKeys; ARGV RenewArgv. Replies 1 when
 	// extended, 0 when the key was no longer ours.
-	RenewScript = newScript("renew", valueSrc+epochSrc+renewSrc, false)
+	RenewScript = newScript("renew", false, renewSrc, valueSrc, epochSrc)
 
 	//go:embed lua/raise_fence.lua
 	raiseFenceSrc    string
-	raiseFenceScript = newScript("raise_fence", raiseFenceSrc, false)
+	raiseFenceScript = newScript("raise_fence", false, raiseFenceSrc)
 
 	// The semaphore's scripts (protocol 3) share the line's functions and
 	// those of the holder set, lua/permits.lua.
@@ -59,29 +60,29 @@ var (
 	// AcquireArgs.PermitArgv. Replies {1, fence} when acquired, {0, ms,
 	// counter} when not (ms until a permit frees by expiry alone; counter
 	// as for AcquireScript), or an error with no permit taken.
-	AcquirePermitScript = newScript("permit_acquire", fenceSrc+lineSrc+permitsSrc+takenSrc+epochSrc+permitAcquireSrc, false)
+	AcquirePermitScript = newScript("permit_acquire", false, permitAcquireSrc, fenceSrc, lineSrc, permitsSrc, takenSrc, epochSrc)
 
 	//go:embed lua/permit_release.lua
 	permitReleaseSrc    string
-	releasePermitScript = newScript("permit_release", fenceSrc+lineSrc+permitsSrc+epochSrc+permitReleaseSrc, false)
+	releasePermitScript = newScript("permit_release", false, permitReleaseSrc, fenceSrc, lineSrc, permitsSrc, epochSrc)
 
 	//go:embed lua/permit_renew.lua
 	permitRenewSrc string
 	// RenewPermitScript: KEYS RenewPermitKeys; ARGV RenewArgv. Replies 1
 	// when extended, 0 when the value no longer held a permit.
-	RenewPermitScript = newScript("permit_renew", fenceSrc+lineSrc+permitsSrc+epochSrc+permitRenewSrc, false)
+	RenewPermitScript = newScript("permit_renew", false, permitRenewSrc, fenceSrc, lineSrc, permitsSrc, epochSrc)
 
 	//go:embed lua/read.lua
 	readSrc string
 	// readScript reads a lock's or a semaphore's key, bounded (ReadKeys).
-	readScript = newScript("read", fenceSrc+lineSrc+permitsSrc+epochSrc+readSrc, true)
+	readScript = newScript("read", true, readSrc, fenceSrc, lineSrc, permitsSrc, epochSrc)
 
 	//go:embed lua/fence_write.lua
 	fenceWriteSrc string
 	// FenceWriteScript is pkg/fence's fenced write: KEYS resource hash;
 	// ARGV token (canonical decimal), value. Replies {"1", token} when
 	// accepted, {"0", current} when stale.
-	FenceWriteScript = newScript("fence_write", fenceWriteSrc, false)
+	FenceWriteScript = newScript("fence_write", false, fenceWriteSrc)
 
 	//go:embed lua/election_record.lua
 	electionRecordSrc string
@@ -89,8 +90,13 @@ var (
 	// election record: KEYS record key; ARGV the record last seen, the new
 	// record, the TTL (ms). Replies 1 when written, 0 when the key is
 	// gone, -1 on a conflict.
-	ElectionRecordScript = newScript("election_record", electionRecordSrc, false)
+	ElectionRecordScript = newScript("election_record", false, electionRecordSrc)
 )
+
+// pieces are the Lua functions the scripts share, each after those it
+// calls: the library defines them in this order, once (Library), and a
+// script run with EVALSHA prepends those it uses, in the same order.
+var pieces = []string{fenceSrc, lineSrc, permitsSrc, takenSrc, valueSrc, epochSrc}
 
 // scripts are every script of the protocol, in the order the library
 // registers them.

@@ -28,7 +28,7 @@ local held_back = epoch_check(KEYS[5], tonumber(ttl), tonumber(ARGV[11] or ''), 
 
 -- taken runs once the key holds value for ttl.
 local function taken()
-  return lease_taken(counter, channel, function() redis.call('DEL', key) end)
+  return lease_taken(ARGV, counter, channel, function() redis.call('DEL', key) end)
 end
 
 if queued and lock_value(key) == value then

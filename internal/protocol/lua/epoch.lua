@@ -21,7 +21,9 @@
 -- promotion sets to the ID it replaced: a new replication ID with the same
 -- run ID and no replid2 is that false alarm, recorded without quarantine.
 
-local epoch_no_replid2 = string.rep('0', 40)
+-- A literal: the library defines this at load, where Redis 7.0 gives
+-- no access to the string library.
+local epoch_no_replid2 = '0000000000000000000000000000000000000000'
 
 -- epoch_now is the server's clock in ms.
 local function epoch_now()

@@ -32,7 +32,7 @@ permits_purge(key, holders, now)
 -- taken runs once value holds a permit until now + ttl, and records its
 -- holder; on an error the permit goes again (lua/taken.lua).
 local function taken()
-  return lease_taken(counter, channel, function()
+  return lease_taken(ARGV, counter, channel, function()
     redis.call('ZREM', key, value)
     redis.call('HDEL', holders, value)
   end, function(fence)

@@ -1,16 +1,17 @@
 -- lease_taken finishes an acquisition once the key (or a permit) is the
 -- caller's (shared by the acquire scripts, prepended to them by
--- internal/protocol/scripts.go; their ARGV[3] is "1" to increment the
--- fence, ARGV[4] the identity, ARGV[5] "1" to announce
--- "acquired <identity>"). It takes the next fence from counter, lets record
--- (may be nil) note it, and announces. On an error, undo gives the key or
--- permit back before the error is returned: Redis does not roll back a
--- script's writes, and a failed attempt must never leave a key or permit
--- held by nobody.
+-- internal/protocol/scripts.go). argv is the script's ARGV, passed on
+-- because a piece the library defines at load sees no ARGV of its own:
+-- argv[3] is "1" to increment the fence, argv[4] the identity, argv[5] "1"
+-- to announce "acquired <identity>". It takes the next fence from counter,
+-- lets record (may be nil) note it, and announces. On an error, undo gives
+-- the key or permit back before the error is returned: Redis does not roll
+-- back a script's writes, and a failed attempt must never leave a key or
+-- permit held by nobody.
 -- Returns {1, fence} (fence 0 without fencing), or an error reply.
-local function lease_taken(counter, channel, undo, record)
+local function lease_taken(argv, counter, channel, undo, record)
   local fence = 0
-  if ARGV[3] == '1' then
+  if argv[3] == '1' then
     local err
     fence, err = next_fence(counter)
     if not fence then
@@ -19,8 +20,8 @@ local function lease_taken(counter, channel, undo, record)
     end
   end
   if record then record(fence) end
-  if ARGV[5] == '1' then
-    local sent = events_pcall(channel, 'acquired ' .. ARGV[4])
+  if argv[5] == '1' then
+    local sent = events_pcall(channel, 'acquired ' .. argv[4])
     if type(sent) == 'table' then
       undo()
       return sent

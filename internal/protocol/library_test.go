@@ -1,0 +1,38 @@
+package protocol
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The library defines every shared piece once, at load, and each function
+// runs only its script's own body; a script run with EVALSHA is the pieces
+// it uses, in the library's order, then that same body.
+func TestTheLibraryDefinesEachPieceOnce(t *testing.T) {
+	lib := Library()
+	defined := regexp.MustCompile(`(?m)^local function (\w+)`)
+	for _, p := range pieces {
+		for _, m := range defined.FindAllStringSubmatch(p, -1) {
+			if n := strings.Count(lib, "local function "+m[1]+"("); n != 1 {
+				t.Errorf("the library defines %s %d times; want once", m[1], n)
+			}
+		}
+	}
+	for _, s := range scripts {
+		if !strings.HasSuffix(s.src, s.body) {
+			t.Errorf("%s: its script does not end with its body", s.name)
+			continue
+		}
+		rest := strings.TrimSuffix(s.src, s.body)
+		for _, p := range pieces {
+			rest = strings.TrimPrefix(rest, p)
+		}
+		if rest != "" {
+			t.Errorf("%s: its script prepends Lua that is not the library's pieces, in their order: %.80q", s.name, rest)
+		}
+		if !strings.Contains(lib, "function_name='"+s.FunctionName()+"', callback=function(KEYS, ARGV)\nevents_sharded = false\n"+s.body+"\nend") {
+			t.Errorf("%s: the library's function does not run its body", s.name)
+		}
+	}
+}
