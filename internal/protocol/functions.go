@@ -22,9 +22,10 @@ var LibraryName = "redlease_v" + strconv.Itoa(Version)
 // EVALSHA (EVAL the first time on a server).
 type Script struct {
 	*redis.Script
-	name string
-	src  string // the pieces it uses, then body: what EVALSHA runs
-	body string // what the library's function runs, the pieces defined at load
+	name     string
+	function string // FunctionName
+	src      string // the pieces it uses, then body: what EVALSHA runs
+	body     string // what the library's function runs, the pieces defined at load
 	// readOnly scripts are flagged no-writes in the library and called
 	// with FCALL_RO.
 	readOnly bool
@@ -34,11 +35,11 @@ type Script struct {
 // calls, in their order there.
 func newScript(name string, readOnly bool, body string, uses ...string) *Script {
 	src := strings.Join(uses, "") + body
-	return &Script{Script: redis.NewScript(src), name: name, src: src, body: body, readOnly: readOnly}
+	return &Script{Script: redis.NewScript(src), name: name, function: LibraryName + "_" + name, src: src, body: body, readOnly: readOnly}
 }
 
 // FunctionName is the script's function in the library.
-func (s *Script) FunctionName() string { return LibraryName + "_" + s.name }
+func (s *Script) FunctionName() string { return s.function }
 
 // Library is the source of the library (FUNCTION LOAD): the shared pieces,
 // defined once when the library loads, then each script as a function whose

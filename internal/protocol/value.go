@@ -51,11 +51,19 @@ func ValidateIdentity(identity string) error {
 
 // NewValue returns a fresh lock value "<identity>/<random hex>".
 func NewValue(identity string) (string, error) {
-	b := make([]byte, randomBytes)
-	if _, err := rand.Read(b); err != nil {
+	var random [randomBytes]byte
+	if _, err := rand.Read(random[:]); err != nil {
 		return "", fmt.Errorf("reading crypto/rand: %w", err)
 	}
-	return identity + "/" + hex.EncodeToString(b), nil
+	var digits [2 * randomBytes]byte
+	hex.Encode(digits[:], random[:])
+	// One allocation: the builder's buffer becomes the string.
+	var v strings.Builder
+	v.Grow(len(identity) + 1 + len(digits))
+	v.WriteString(identity)
+	v.WriteByte('/')
+	v.Write(digits[:])
+	return v.String(), nil
 }
 
 // IdentityFromValue returns the holder identity encoded in a lock value, so

@@ -274,7 +274,9 @@ func (s *Lease) Release(ctx context.Context) error {
 	case !ok:
 		return fmt.Errorf("%w: key %q was no longer ours at release", ErrLeaseLost, s.key)
 	}
-	s.locker.cfg.logger.V(1).Info("lease released", "key", s.key, "fence", s.fence)
+	if log := s.locker.cfg.logger.V(1); log.Enabled() { // see Locker.hold
+		log.Info("lease released", "key", s.key, "fence", s.fence)
+	}
 	return nil
 }
 

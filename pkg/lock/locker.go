@@ -270,7 +270,9 @@ func (l *Locker) hold(t target, value string, fence uint64, sent, validUntil tim
 	l.leases[lease] = struct{}{}
 	l.mu.Unlock()
 	l.metrics.held.Inc()
-	l.cfg.logger.V(1).Info("lease acquired", "key", t.key, "identity", l.cfg.identity, "fence", fence)
+	if log := l.cfg.logger.V(1); log.Enabled() { // checked first: the arguments would be boxed for nothing
+		log.Info("lease acquired", "key", t.key, "identity", l.cfg.identity, "fence", fence)
+	}
 	lease.start(firstRenewal)
 	return lease, nil
 }
