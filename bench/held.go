@@ -242,11 +242,12 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// scriptCalls sums the calls of EVALSHA and EVAL in INFO commandstats
-// ("cmdstat_evalsha:calls=12,usec=...").
+// scriptCalls sums the calls of EVALSHA, EVAL and FCALL in INFO
+// commandstats ("cmdstat_evalsha:calls=12,usec=..."): a Locker calls the
+// library's functions where an earlier scenario loaded it on the server.
 func scriptCalls(info map[string]string) int64 {
 	var n int64
-	for _, k := range []string{"cmdstat_evalsha", "cmdstat_eval"} {
+	for _, k := range []string{"cmdstat_evalsha", "cmdstat_eval", "cmdstat_fcall"} {
 		for field := range strings.SplitSeq(info[k], ",") {
 			if v, ok := strings.CutPrefix(field, "calls="); ok {
 				c, _ := strconv.ParseInt(v, 10, 64)

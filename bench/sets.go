@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -23,18 +25,30 @@ func CloseAll(libs []*Lib) {
 }
 
 // UncontendedLibs is the raw floor, redlease with fencing on (its default)
-// and off, and the peers with their defaults.
+// and off, run as scripts, and with fencing on as the library's functions,
+// and the peers with their defaults. The script rows say FunctionsOff: by
+// default a Locker calls the functions where the server has the library,
+// which the functions row loads on the server they share, and deletes when
+// it closes, so that the scenarios after it run as they would without it.
 func UncontendedLibs(newClient func() *redis.Client, ttl time.Duration) ([]*Lib, error) {
 	libs := []*Lib{NewFloor(newClient(), ttl)}
-	for _, fencing := range []bool{true, false} {
-		name, tuning := "redlease", "fencing on (default)"
-		if !fencing {
-			name, tuning = "redlease (no fencing)", "WithFencing(false)"
-		}
-		l, err := NewRedlease(name, tuning, newClient(), lock.WithTTL(ttl), lock.WithFencing(fencing))
+	for _, row := range []struct {
+		name, tuning string
+		fencing      bool
+		functions    lock.Functions
+	}{
+		{"redlease", "fencing on (default), scripts (EVALSHA: the default where the server has no library)", true, lock.FunctionsOff},
+		{"redlease (no fencing)", "WithFencing(false), scripts", false, lock.FunctionsOff},
+		{"redlease (functions)", "fencing on, the library's functions (FCALL): WithFunctions(FunctionsLoad)", true, lock.FunctionsLoad},
+	} {
+		client := newClient()
+		l, err := NewRedlease(row.name, row.tuning, client, lock.WithTTL(ttl), lock.WithFencing(row.fencing), lock.WithFunctions(row.functions))
 		if err != nil {
 			CloseAll(libs)
 			return nil, err
+		}
+		if row.functions == lock.FunctionsLoad {
+			l.onClose(func() { _ = client.FunctionDelete(context.Background(), protocol.LibraryName).Err() })
 		}
 		libs = append(libs, l)
 	}

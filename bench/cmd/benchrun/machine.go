@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,8 +16,13 @@ import (
 
 // machine describes where a run happened.
 type machine struct {
-	CPU        string
-	Cores      int
+	CPU   string
+	Cores int // the CPUs this process may run on (taskset narrows them)
+	// Online is every CPU of the machine: more than Cores when the run
+	// was pinned (taskset -c 0 puts the runner, its worker processes and
+	// redis-server on one CPU, so no round trip waits for an idle core
+	// to wake up).
+	Online     int
 	GOMAXPROCS int
 	Kernel     string
 	Go         string
@@ -37,6 +43,7 @@ func describeMachine() machine {
 	m := machine{
 		CPU:        cpuModel(),
 		Cores:      runtime.NumCPU(),
+		Online:     onlineCPUs(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		Kernel:     runtime.GOOS + "/" + runtime.GOARCH,
 		Go:         runtime.Version(),
@@ -55,6 +62,29 @@ func describeMachine() machine {
 		}
 	}
 	return m
+}
+
+// onlineCPUs counts /sys/devices/system/cpu/online ("0-1,4"); 0 when
+// unknown.
+func onlineCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for r := range strings.SplitSeq(strings.TrimSpace(string(b)), ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		if !isRange {
+			hi = lo
+		}
+		a, errA := strconv.Atoi(lo)
+		z, errZ := strconv.Atoi(hi)
+		if errA != nil || errZ != nil {
+			return 0
+		}
+		n += z - a + 1
+	}
+	return n
 }
 
 func cpuModel() string {

@@ -101,6 +101,9 @@ func renderReport(res *results) string {
 	}
 	fmt.Fprintf(&b, "## Run of %s on %s\n\n", res.started.UTC().Format("2006-01-02 15:04 MST"), m.Server)
 	fmt.Fprintf(&b, "- Machine: %s, %d cores (GOMAXPROCS %d), %s\n", m.CPU, m.Cores, m.GOMAXPROCS, m.Kernel)
+	if m.Online > m.Cores {
+		fmt.Fprintf(&b, "- Pinned: this run, its worker processes and redis-server ran on %d of the machine's %d CPUs (taskset): every round trip is a switch on one core, none waits for an idle core to wake\n", m.Cores, m.Online)
+	}
 	fmt.Fprintf(&b, "- Go %s; server %s (`%s` on 127.0.0.1, `--save \"\" --appendonly no`, one server for every library)\n", m.Go, m.Server, m.ServerBinary)
 	fmt.Fprintf(&b, "- Libraries: redlease (this tree), redsync %s, redislock %s, all on go-redis %s with pool size %d\n",
 		m.Versions["github.com/go-redsync/redsync/v4"], m.Versions["github.com/bsm/redislock"], m.Versions["github.com/redis/go-redis/v9"], s.poolSize)
