@@ -31,8 +31,8 @@ type Script struct {
 	readOnly bool
 }
 
-// newScript is the script body, run after uses, pieces (scripts.go) it
-// calls, in their order there.
+// newScript is the script name: body, run after uses, the pieces
+// (scripts.go) it calls, listed in their order in pieces.
 func newScript(name string, readOnly bool, body string, uses ...string) *Script {
 	src := strings.Join(uses, "") + body
 	return &Script{Script: redis.NewScript(src), name: name, function: LibraryName + "_" + name, src: src, body: body, readOnly: readOnly}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,9 +153,9 @@ func TestFunctionsLoadLoadsTheLibraryOnEveryClusterMaster(t *testing.T) {
 			t.Fatalf("%s: release: %v", key, err)
 		}
 	}
-	masters := 0
+	var masters atomic.Int32 // ForEachMaster calls fn concurrently
 	err := client.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-		masters++
+		masters.Add(1)
 		libs, err := m.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: protocol.LibraryName}).Result()
 		if err != nil {
 			return err
@@ -164,7 +165,7 @@ func TestFunctionsLoadLoadsTheLibraryOnEveryClusterMaster(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil || masters < 2 {
-		t.Fatalf("libraries on %d masters: %v", masters, err)
+	if err != nil || masters.Load() < 2 {
+		t.Fatalf("libraries on %d masters: %v", masters.Load(), err)
 	}
 }
