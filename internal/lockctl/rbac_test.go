@@ -50,14 +50,15 @@ func TestRBAC(t *testing.T) {
 	if binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0].Name != "settle" || binding.Subjects[0].Namespace != ns {
 		t.Errorf("RoleBinding %+v: want Role %s bound to %s/settle", binding, role.Name, ns)
 	}
-	asSA := impersonating(t, admin, "system:serviceaccount:"+ns+":settle")
+	sa := "system:serviceaccount:" + ns + ":settle"
+	asSA := impersonating(t, admin, sa)
 	if r := lockctl(t, "status", "rbac", "-n", ns, "--kubeconfig", asSA); r.code == 0 {
 		t.Fatal("the ServiceAccount read the lock before the Role was applied: the test does not act as it")
 	}
 	if err := errors.Join(env.Client.Create(t.Context(), &role), env.Client.Create(t.Context(), &binding)); err != nil {
 		t.Fatal(err)
 	}
-	env.WaitForAccess(t, "system:serviceaccount:"+ns+":settle", ns, "list", "redlease.io", "distributedlocks")
+	env.WaitForAccess(t, sa, ns, "list", "redlease.io", "distributedlocks")
 	if r := lockctl(t, "run", "--lock", "rbac", "-n", ns, "--kubeconfig", asSA, "--", "true"); r.code != 0 {
 		t.Errorf("run as the bound ServiceAccount: exit %d, stderr %q", r.code, r.stderr)
 	}

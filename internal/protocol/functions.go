@@ -22,7 +22,6 @@ var LibraryName = "redlease_v" + strconv.Itoa(Version)
 // EVALSHA (EVAL the first time on a server).
 type Script struct {
 	*redis.Script
-	name     string
 	function string // FunctionName
 	src      string // the pieces it uses, then body: what EVALSHA runs
 	body     string // what the library's function runs, the pieces defined at load
@@ -35,11 +34,15 @@ type Script struct {
 // (scripts.go) it calls, listed in their order in pieces.
 func newScript(name string, readOnly bool, body string, uses ...string) *Script {
 	src := strings.Join(uses, "") + body
-	return &Script{Script: redis.NewScript(src), name: name, function: LibraryName + "_" + name, src: src, body: body, readOnly: readOnly}
+	return &Script{Script: redis.NewScript(src), function: LibraryName + "_" + name, src: src, body: body, readOnly: readOnly}
 }
 
 // FunctionName is the script's function in the library.
 func (s *Script) FunctionName() string { return s.function }
+
+// functionPrologue resets events_sharded (lua/line.lua), the one piece
+// variable a script sets: in the library it outlives the call that set it.
+const functionPrologue = "events_sharded = false\n"
 
 // Library is the source of the library (FUNCTION LOAD): the shared pieces,
 // defined once when the library loads, then each script as a function whose
@@ -49,8 +52,7 @@ func (s *Script) FunctionName() string { return s.function }
 // release costs redis-server 3.2 µs as a function, 4.2 µs as a script:
 // docs/benchmarks.md).
 //
-// Every function first resets events_sharded (lua/line.lua), the one piece
-// variable a script sets: in the library it outlives the call that set it.
+// Every function first runs functionPrologue.
 func Library() string {
 	var b strings.Builder
 	b.WriteString("#!lua name=" + LibraryName + "\n")
@@ -58,7 +60,7 @@ func Library() string {
 		b.WriteString(p)
 	}
 	for _, s := range scripts {
-		fmt.Fprintf(&b, "redis.register_function{function_name='%s', callback=function(KEYS, ARGV)\nevents_sharded = false\n%s\nend", s.FunctionName(), s.body)
+		fmt.Fprintf(&b, "redis.register_function{function_name='%s', callback=function(KEYS, ARGV)\n%s%s\nend", s.FunctionName(), functionPrologue, s.body)
 		if s.readOnly {
 			b.WriteString(", flags={'no-writes'}")
 		}

@@ -21,7 +21,7 @@ func TestTheLibraryDefinesEachPieceOnce(t *testing.T) {
 	}
 	for _, s := range scripts {
 		if !strings.HasSuffix(s.src, s.body) {
-			t.Errorf("%s: its script does not end with its body", s.name)
+			t.Errorf("%s: its script does not end with its body", s.FunctionName())
 			continue
 		}
 		rest := strings.TrimSuffix(s.src, s.body)
@@ -29,10 +29,10 @@ func TestTheLibraryDefinesEachPieceOnce(t *testing.T) {
 			rest = strings.TrimPrefix(rest, p)
 		}
 		if rest != "" {
-			t.Errorf("%s: its script prepends Lua that is not the library's pieces, in their order: %.80q", s.name, rest)
+			t.Errorf("%s: its script prepends Lua that is not the library's pieces, in their order: %.80q", s.FunctionName(), rest)
 		}
-		if !strings.Contains(lib, "function_name='"+s.FunctionName()+"', callback=function(KEYS, ARGV)\nevents_sharded = false\n"+s.body+"\nend") {
-			t.Errorf("%s: the library's function does not run its body", s.name)
+		if !strings.Contains(lib, "function_name='"+s.FunctionName()+"', callback=function(KEYS, ARGV)\n"+functionPrologue+s.body+"\nend") {
+			t.Errorf("%s: the library's function does not run its body", s.FunctionName())
 		}
 	}
 }
