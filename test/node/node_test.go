@@ -144,7 +144,12 @@ func command(t *testing.T, name string, args ...string) string {
 // its combined output.
 func kubectlErr(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	return kubectlIn(t.Context(), args...)
+}
+
+// kubectlIn is kubectlErr under ctx: a cleanup's, after t's context ended.
+func kubectlIn(ctx context.Context, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "kubectl"), args...) //nolint:gosec // G204: the clone's kubectl
 	cmd.Dir = root

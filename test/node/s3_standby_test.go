@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package node_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -319,6 +320,36 @@ func steadyLeader(t *testing.T, cs *kubernetes.Clientset, s *endpointSampler, ns
 	return leader, runningApps(t, cs, ns)[leader]
 }
 
+// dumpOnFailure logs, when t has failed, what tells a lost lease from a
+// slow probe: each selected pod's container state and restarts, its
+// container's log (and its previous run's), and the namespace's events.
+func dumpOnFailure(t *testing.T, cs *kubernetes.Clientset, ns, selector, container string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx := context.Background() // t's context has ended
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			t.Logf("listing pods for the failure's record: %v", err)
+			return
+		}
+		for _, p := range pods.Items {
+			for _, c := range p.Status.ContainerStatuses {
+				if c.Name == container {
+					t.Logf("pod %s: ready %v, restarts %d, state %+v, last state %+v", p.Name, c.Ready, c.RestartCount, c.State, c.LastTerminationState)
+				}
+			}
+			for _, previous := range []bool{false, true} {
+				out, err := kubectlIn(ctx, "logs", "-n", ns, p.Name, "-c", container, "--timestamps", fmt.Sprintf("--previous=%v", previous))
+				t.Logf("logs of %s (previous run: %v, err %v):\n%s", p.Name, previous, err, out)
+			}
+		}
+		out, _ := kubectlIn(ctx, "get", "events", "-n", ns, "--sort-by=.lastTimestamp")
+		t.Logf("events in %s:\n%s", ns, out)
+	})
+}
+
 // runningApps are the standby pods whose app container runs, with its
 // restart count.
 func runningApps(t *testing.T, cs *kubernetes.Clientset, ns string) map[string]int32 {
@@ -339,6 +370,7 @@ func TestScenario3ActiveStandby(t *testing.T) {
 	apply(t, standbyManifest(t, ns))
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "distributedlock/leader", "--timeout=2m")
 	s := sampleEndpoints(t, cs, ns, "active")
+	dumpOnFailure(t, cs, ns, "app=active", "app")
 	steadyLeader(t, cs, s, ns)
 	start := time.Now() // exactly one ready from here on, but in takeovers
 
