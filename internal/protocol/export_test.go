@@ -3,3 +3,12 @@ package protocol
 // RaiseFenceScript lets the tests send tokens RaiseFence refuses before
 // sending, as another implementation could.
 var RaiseFenceScript = raiseFenceScript
+
+// FullReleaseCall is Release's call with every key and argument, as the
+// clients before releaseCall left any out sent it.
+func FullReleaseCall(key, value string, a ReleaseArgs) Call {
+	return Call{releaseScript, scriptKeys(key, releaseSuffixes...), releaseArgv(value, a)}
+}
+
+// ReleaseCall is the call Release makes.
+var ReleaseCall = releaseCall

@@ -8,7 +8,13 @@
 -- be in the line already, ARGV[8] "1" for strict FIFO, ARGV[9] hand-off
 -- window (ms), ARGV[10] "1" on Redis Cluster (messages on sharded pub/sub),
 -- ARGV[11] the failover quarantine's cutoff (ms; '' for no quarantine),
--- ARGV[12] "1" when a missing epoch record is a loss (protocol 5)
+-- ARGV[12] "1" when a missing epoch record is a loss (protocol 5).
+-- A caller leaves out trailing KEYS and ARGV that hold their defaults
+-- (protocol.AcquireCall): KEYS[3] when it does not announce, KEYS[4] when
+-- it neither queues nor is FIFO, KEYS[5] and ARGV[11..12] without a
+-- quarantine, ARGV[9] without FIFO, and the flags ARGV[7], [8] and [10]
+-- when off. So this script reads each of them only where it matters, and
+-- a missing flag as off.
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl,
 -- counter} when not (pttl -1: the key has no TTL; a semaphore holding the
 -- key: when its last permit expires; counter: the hand-off counter as this

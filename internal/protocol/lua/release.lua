@@ -9,7 +9,11 @@
 -- quarantine's cutoff (ms; '' for no quarantine), ARGV[7] "1" when a
 -- missing epoch record is a loss (protocol 5): a release that would hand
 -- the key over checks the epoch first, and during a quarantine the key is
--- deleted, handed to nobody, and the waiter keeps its place
+-- deleted, handed to nobody, and the waiter keeps its place.
+-- A caller leaves out KEYS[5] and ARGV[5..7] without a quarantine, and the
+-- flags ARGV[3] and [4] when they are off and last (protocol.Release): so
+-- this script reads the epoch record and the TTL only under a quarantine,
+-- and a missing flag as off.
 -- Returns 1 when released, 0 when the key was not ours (a semaphore's
 -- included).
 local key, channel, line, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
