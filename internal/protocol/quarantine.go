@@ -40,6 +40,16 @@ func (q Quarantine) appendArgv(args []any) []any {
 	return append(args, Millis(q.Cutoff), flag(q.MissingWaits))
 }
 
+// trim leaves out of a renewal's call, without a quarantine, its last key
+// (the epoch record) and the quarantine's arguments (appendArgv's, last
+// too), which the renew scripts read as absent.
+func (q Quarantine) trim(call Call) Call {
+	if !q.On {
+		call.Keys, call.Args = call.Keys[:len(call.Keys)-1], call.Args[:len(call.Args)-quarantineArgc]
+	}
+	return call
+}
+
 // Length is how long a quarantine lasts after a failover of a key whose
 // longest granted TTL is ttl (lua/epoch.lua's rule).
 func (q Quarantine) Length(ttl time.Duration) time.Duration {

@@ -154,6 +154,18 @@ func RenewArgv(value string, ttl time.Duration, q Quarantine) []any {
 	return q.appendArgv(append(make([]any, 0, 2+quarantineArgc), value, Millis(ttl)))
 }
 
+// RenewCall is the call of RenewScript that a Locker makes: RenewKeys and
+// RenewArgv, less the epoch record and the quarantine's arguments without
+// a quarantine (the script reads them as absent, as AcquireCall's does).
+func RenewCall(key, value string, ttl time.Duration, q Quarantine) Call {
+	return q.trim(Call{RenewScript, RenewKeys(key), RenewArgv(value, ttl, q)})
+}
+
+// RenewPermitCall is RenewCall for a semaphore's permit.
+func RenewPermitCall(key, value string, ttl time.Duration, q Quarantine) Call {
+	return q.trim(Call{RenewPermitScript, RenewPermitKeys(key), RenewArgv(value, ttl, q)})
+}
+
 // AcquireArgs are one acquisition attempt's arguments.
 type AcquireArgs struct {
 	Value    string

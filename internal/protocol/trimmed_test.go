@@ -12,21 +12,22 @@ import (
 	"github.com/redlease/redlease/internal/protocol"
 )
 
-// TestTrimmedCallsActLikeFullOnes: AcquireCall and Release leave out the
-// trailing KEYS and ARGV that hold their defaults. For every combination
-// of the options that decide what is left out, a trimmed call on one key
-// and a full one (every key and argument, as clients sent them before) on
-// another give the same replies and leave the same state, step by step:
-// a free key taken, attempts on the held key (queued when they wait), an
-// attempt after the key was freed behind its holder's back (with FIFO, the
-// key goes to the head of the line instead), the epoch record lost, and
-// releases by the holder
-// (a hand-off when someone waits), the waiters' next attempts (a
-// confirming write by the one handed the key), and a release by a value
-// that holds nothing (it leaves the line); and they publish the same messages, on plain or
-// sharded pub/sub. A script that read a left-out argument where it
-// matters would fail here: a missing place, window or channel errors, a
-// missing flag or cutoff changes a reply, the state or a message.
+// TestTrimmedCallsActLikeFullOnes: AcquireCall, Release and RenewCall
+// leave out the trailing KEYS and ARGV that hold their defaults. For every
+// combination of the options that decide what is left out, a trimmed call
+// on one key and a full one (every key and argument, as clients sent them
+// before) on another give the same replies and leave the same state, step
+// by step: a free key taken, attempts on the held key (queued when they
+// wait), an attempt after the key was freed behind its holder's back (with
+// FIFO, the key goes to the head of the line instead), the epoch record
+// lost, releases by the holder (a hand-off when someone waits), the
+// waiters' next attempts (a confirming write by the one handed the key), a
+// renewal after the epoch record was lost again, and a release by a value
+// that holds nothing (it leaves the line); and they publish the same
+// messages, on plain or sharded pub/sub. A script that read a left-out
+// argument where it matters would fail here: a missing place, window or
+// channel errors, a missing flag or cutoff changes a reply, the state or a
+// message.
 func TestTrimmedCallsActLikeFullOnes(t *testing.T) {
 	s := newServer(t)
 	plain := s.c.PSubscribe(s.ctx, "*")
@@ -92,6 +93,17 @@ func TestTrimmedCallsActLikeFullOnes(t *testing.T) {
 			if v != "" {
 				take(v)
 			}
+		}
+		// The holder renews, after its epoch record was lost again.
+		s.must(s.c.Del(s.ctx, protocol.EpochKey(trimmed), protocol.EpochKey(full)).Err())
+		if holder := holderValue(t, s, full); holder != "" {
+			call := protocol.RenewCall(trimmed, holder, a.TTL, a.Quarantine)
+			got := fmt.Sprint(s.run(call.Script, call.Keys, call.Args...).Result())
+			want := fmt.Sprint(s.run(protocol.RenewScript, protocol.RenewKeys(full), protocol.RenewArgv(holder, a.TTL, a.Quarantine)...).Result())
+			if got != want {
+				t.Fatalf("%s: %s's renewal: trimmed %s, full %s", name, holder, got, want)
+			}
+			sameState(t, s, name+": after "+holder+"'s renewal", trimmed, full)
 		}
 		give("pod-a:1/a")
 		heard.close()

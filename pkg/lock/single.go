@@ -287,9 +287,9 @@ func (s *single) renew(ctx context.Context, t target, value string, ttl time.Dur
 // renewCall is the renewal of value's hold on t for ttl.
 func (s *single) renewCall(t target, value string, ttl time.Duration) protocol.Call {
 	if t.semaphore() {
-		return protocol.Call{Script: protocol.RenewPermitScript, Keys: protocol.RenewPermitKeys(t.key), Args: protocol.RenewArgv(value, ttl, s.quarantine)}
+		return protocol.RenewPermitCall(t.key, value, ttl, s.quarantine)
 	}
-	return protocol.Call{Script: protocol.RenewScript, Keys: protocol.RenewKeys(t.key), Args: protocol.RenewArgv(value, ttl, s.quarantine)}
+	return protocol.RenewCall(t.key, value, ttl, s.quarantine)
 }
 
 func renewReply(key string, cmd *redis.Cmd) (bool, error) {

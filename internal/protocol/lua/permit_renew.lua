@@ -3,7 +3,9 @@
 -- KEYS[1] semaphore key, KEYS[2] holders, KEYS[3] epoch record
 -- (lua/epoch.lua); ARGV[1] value, ARGV[2] ttl (ms), ARGV[3] and ARGV[4]
 -- the failover quarantine's (protocol 5): as lua/renew.lua, a renewal
--- notices a new server and starts the quarantine, but renews
+-- notices a new server and starts the quarantine, but renews. Without a
+-- quarantine a caller leaves out KEYS[3] and ARGV[3..4]
+-- (protocol.RenewPermitCall).
 -- Returns 1 when extended, 0 when the value no longer held a permit.
 local key, holders = KEYS[1], KEYS[2]
 if permits_is_lock(key) then return 0 end

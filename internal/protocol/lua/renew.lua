@@ -4,7 +4,8 @@
 -- no quarantine), ARGV[4] "1" when a missing epoch record is a loss
 -- (protocol 5). A renewal notices a new epoch like an acquisition and
 -- starts the quarantine, but renews: a key that survived on this server
--- is its holder's.
+-- is its holder's. Without a quarantine a caller leaves out KEYS[2] and
+-- ARGV[3..4] (protocol.RenewCall).
 -- Returns 1 when extended, 0 when the key was no longer ours (a
 -- semaphore's included).
 if lock_value(KEYS[1]) == ARGV[1] then
