@@ -1,16 +1,12 @@
 package protocol_test
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redlease/redlease/internal/protocol"
-	"github.com/redlease/redlease/internal/redistest"
 )
 
 // BenchmarkTrimmedAgainstFullCalls: an uncontended acquire+release (fencing
@@ -21,26 +17,25 @@ import (
 // each server's command time per cycle (INFO commandstats). Run it pinned
 // (taskset -c 0) for CPU costs; with -protocol.functions for FCALL.
 func BenchmarkTrimmedAgainstFullCalls(b *testing.B) {
-	ctx := context.Background()
-	trimmed, full := benchServer(b), benchServer(b)
+	trimmed, full := newServer(b), newServer(b)
 	a := protocol.AcquireArgs{TTL: 10 * time.Second, Fencing: true, Identity: "pod-a:1", Window: time.Second}
 	r := protocol.ReleaseArgs{Window: time.Second, TTL: a.TTL}
-	cycle := func(s *benchSide, trim bool, value string) {
+	cycle := func(s *server, trim bool, value string) {
 		a.Value = value
 		acquire := protocol.Call{Script: protocol.AcquireScript, Keys: protocol.AcquireKeys("k"), Args: a.Argv()}
 		release := protocol.FullReleaseCall("k", value, r)
 		if trim {
 			acquire, release = protocol.AcquireCall("k", a), protocol.ReleaseCall("k", value, r)
 		}
-		if res, err := s.r.Run(ctx, acquire).Int64Slice(); err != nil || res[0] != 1 {
+		if res, err := s.r.Run(s.ctx, acquire).Int64Slice(); err != nil || res[0] != 1 {
 			b.Fatalf("acquire = %v, %v", res, err)
 		}
-		if n, err := s.r.Run(ctx, release).Int64(); err != nil || n != 1 {
+		if n, err := s.r.Run(s.ctx, release).Int64(); err != nil || n != 1 {
 			b.Fatalf("release = %v, %v", n, err)
 		}
 	}
-	for _, s := range []*benchSide{trimmed, full} {
-		s.must(s.c.ConfigResetStat(ctx).Err())
+	for _, s := range []*server{trimmed, full} {
+		s.must(s.c.ConfigResetStat(s.ctx).Err())
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -49,40 +44,14 @@ func BenchmarkTrimmedAgainstFullCalls(b *testing.B) {
 		cycle(full, false, v)
 	}
 	b.StopTimer()
-	b.ReportMetric(trimmed.commandMicros(ctx)/float64(b.N), "trimmed-us/cycle")
-	b.ReportMetric(full.commandMicros(ctx)/float64(b.N), "full-us/cycle")
+	b.ReportMetric(trimmed.commandMicros()/float64(b.N), "trimmed-us/cycle")
+	b.ReportMetric(full.commandMicros()/float64(b.N), "full-us/cycle")
 }
 
-// benchSide is one server of BenchmarkTrimmedAgainstFullCalls.
-type benchSide struct {
-	b *testing.B
-	c *redis.Client
-	r protocol.Runner
-}
-
-func benchServer(b *testing.B) *benchSide {
-	c := redistest.StartStandalone(b).Client(b)
-	r := protocol.Scripts(c)
-	if *functions {
-		if err := protocol.LoadLibrary(b.Context(), c); err != nil {
-			b.Fatal(err)
-		}
-		r = protocol.NewCaller(protocol.FunctionsAuto).On(c)
-	}
-	return &benchSide{b: b, c: c, r: r}
-}
-
-func (s *benchSide) must(err error) {
-	s.b.Helper()
-	if err != nil {
-		s.b.Fatal(err)
-	}
-}
-
-// commandMicros is the server's command time since the stats were reset,
+// commandMicros is the server's command time since its stats were reset,
 // in µs: the scripts' or functions' (INFO commandstats usec).
-func (s *benchSide) commandMicros(ctx context.Context) float64 {
-	info, err := s.c.Info(ctx, "commandstats").Result()
+func (s *server) commandMicros() float64 {
+	info, err := s.c.Info(s.ctx, "commandstats").Result()
 	s.must(err)
 	var total float64
 	for line := range strings.SplitSeq(info, "\r\n") {

@@ -58,7 +58,7 @@ func TestTrimmedCallsActLikeFullOnes(t *testing.T) {
 		take := func(value string) {
 			t.Helper()
 			a.Value = value
-			got := acquireReply(s.run(protocol.AcquireScript, protocol.AcquireCall(trimmed, a).Keys, protocol.AcquireCall(trimmed, a).Args...).Result())
+			got := acquireReply(s.r.Run(s.ctx, protocol.AcquireCall(trimmed, a)).Result())
 			want := acquireReply(s.run(protocol.AcquireScript, protocol.AcquireKeys(full), a.Argv()...).Result())
 			if got != want {
 				t.Fatalf("%s: %s's attempt: trimmed %s, full %s", name, value, got, want)
@@ -68,10 +68,8 @@ func TestTrimmedCallsActLikeFullOnes(t *testing.T) {
 		}
 		give := func(value string) {
 			t.Helper()
-			call := protocol.ReleaseCall(trimmed, value, r)
-			got := fmt.Sprint(s.run(call.Script, call.Keys, call.Args...).Result())
-			call = protocol.FullReleaseCall(full, value, r)
-			want := fmt.Sprint(s.run(call.Script, call.Keys, call.Args...).Result())
+			got := fmt.Sprint(s.r.Run(s.ctx, protocol.ReleaseCall(trimmed, value, r)).Result())
+			want := fmt.Sprint(s.r.Run(s.ctx, protocol.FullReleaseCall(full, value, r)).Result())
 			if got != want {
 				t.Fatalf("%s: %s's release: trimmed %s, full %s", name, value, got, want)
 			}
@@ -97,8 +95,7 @@ func TestTrimmedCallsActLikeFullOnes(t *testing.T) {
 		// The holder renews, after its epoch record was lost again.
 		s.must(s.c.Del(s.ctx, protocol.EpochKey(trimmed), protocol.EpochKey(full)).Err())
 		if holder := holderValue(t, s, full); holder != "" {
-			call := protocol.RenewCall(trimmed, holder, a.TTL, a.Quarantine)
-			got := fmt.Sprint(s.run(call.Script, call.Keys, call.Args...).Result())
+			got := fmt.Sprint(s.r.Run(s.ctx, protocol.RenewCall(trimmed, holder, a.TTL, a.Quarantine)).Result())
 			want := fmt.Sprint(s.run(protocol.RenewScript, protocol.RenewKeys(full), protocol.RenewArgv(holder, a.TTL, a.Quarantine)...).Result())
 			if got != want {
 				t.Fatalf("%s: %s's renewal: trimmed %s, full %s", name, holder, got, want)

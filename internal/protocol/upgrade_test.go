@@ -28,7 +28,7 @@ var (
 // fails the test on a Redis error, so the tests read as the protocol. The
 // current protocol's scripts run the way -protocol.functions says (r).
 type server struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 	c   *redis.Client
 	r   protocol.Runner
@@ -36,7 +36,7 @@ type server struct {
 	lastFence int64
 }
 
-func newServer(t *testing.T) *server {
+func newServer(t testing.TB) *server {
 	c := redistest.StartStandalone(t).Client(t)
 	return &server{t: t, ctx: t.Context(), c: c, r: runner(t, c)}
 }
@@ -114,7 +114,7 @@ func (s *server) took(ok bool, f int64, who string) {
 }
 
 // expect fails the test unless got is want.
-func expect[T comparable](t *testing.T, got, want T, what string) {
+func expect[T comparable](t testing.TB, got, want T, what string) {
 	t.Helper()
 	if got != want {
 		t.Fatalf("%s = %v, want %v", what, got, want)

@@ -18,7 +18,7 @@ var functions = flag.Bool("protocol.functions", false, "call the library's funct
 // with -protocol.functions, the library's functions, loaded now, as a user
 // whose ACL refuses EVAL, EVALSHA, SCRIPT and FUNCTION, so that nothing
 // falls back to scripts unseen.
-func runner(t *testing.T, c *redis.Client) protocol.Runner {
+func runner(t testing.TB, c *redis.Client) protocol.Runner {
 	t.Helper()
 	if !*functions {
 		return protocol.Scripts(c)
