@@ -224,6 +224,9 @@ func (s *Lease) end(err error, reason string) bool {
 	s.mu.Unlock()
 	l := s.locker
 	l.forget(s) // before Done closes: a Close woken by Done must not release it again
+	if l.watchdog != nil {
+		l.watchdog.dropEnded()
+	}
 	s.cancel(err)
 	l.metrics.holdSeconds.Observe(l.cfg.clock.Now().Sub(s.acquiredAt).Seconds())
 	if reason != "" {
