@@ -142,6 +142,9 @@ func AcquireCall(key string, a AcquireArgs) Call {
 	if a.Quarantine.On {
 		nkeys, nargs = 5, 12 // the epoch record; the cutoff
 	}
+	if nargs < 9 {
+		a.Window = 0 // left out: boxed as 0, it costs no allocation
+	}
 	return Call{AcquireScript, scriptKeys(key, acquireSuffixes[:nkeys-1]...), a.Argv()[:nargs]}
 }
 
@@ -279,6 +282,8 @@ func releaseCall(key, value string, a ReleaseArgs) Call {
 	}
 	if a.Quarantine.On {
 		nkeys, nargs = 5, 7 // the epoch record; the TTL and the cutoff
+	} else {
+		a.TTL = 0 // left out: boxed as 0, it costs no allocation
 	}
 	return Call{releaseScript, scriptKeys(key, releaseSuffixes[:nkeys-1]...), releaseArgv(value, a)[:nargs]}
 }

@@ -19,20 +19,21 @@ type Lease struct {
 	fence      uint64
 	acquiredAt time.Time
 
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-
 	mu         sync.Mutex
 	validUntil time.Time
 	err        error // set once, when the lease ends
+	forgotten  bool  // the Locker no longer holds the ended lease: Done may close
+	// ctx is made when Done or Context is first called: most leases are
+	// released without either (a context and its cancel are 2 of an
+	// uncontended acquire+release's allocations).
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 	deadline   Timer
 	renewing   chan struct{} // non-nil while the watchdog's renewal is in flight
 }
 
 func newLease(l *Locker, t target, value string, fence uint64, sent, validUntil time.Time) *Lease {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	return &Lease{locker: l, target: t, value: value, fence: fence, acquiredAt: sent,
-		ctx: ctx, cancel: cancel, validUntil: validUntil}
+	return &Lease{locker: l, target: t, value: value, fence: fence, acquiredAt: sent, validUntil: validUntil}
 }
 
 // start arms the local deadline and schedules the watchdog's first
@@ -73,11 +74,21 @@ func (s *Lease) ValidUntil() time.Time {
 }
 
 // Done is closed when the lease ends: released, lost, or past ValidUntil.
-func (s *Lease) Done() <-chan struct{} { return s.ctx.Done() }
+func (s *Lease) Done() <-chan struct{} { return s.Context().Done() }
 
 // Context is cancelled when Done closes; context.Cause(ctx) equals Err().
 // Bind the protected work to it.
-func (s *Lease) Context() context.Context { return s.ctx }
+func (s *Lease) Context() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx == nil {
+		s.ctx, s.cancel = context.WithCancelCause(context.Background())
+		if s.forgotten { // ended before anyone asked: done already
+			s.cancel(s.err)
+		}
+	}
+	return s.ctx
+}
 
 // Err is nil while the lease is held; afterwards it matches ErrReleased or
 // ErrLeaseLost (wrapping the cause). It checks the deadline itself, so it
@@ -227,7 +238,13 @@ func (s *Lease) end(err error, reason string) bool {
 	if l.watchdog != nil {
 		l.watchdog.dropEnded()
 	}
-	s.cancel(err)
+	s.mu.Lock()
+	s.forgotten = true
+	cancel := s.cancel
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel(err)
+	}
 	l.metrics.holdSeconds.Observe(l.cfg.clock.Now().Sub(s.acquiredAt).Seconds())
 	if reason != "" {
 		l.metrics.lost.WithLabelValues(reason).Inc()

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -197,5 +198,53 @@ func TestAbandonLeavesTheKeyToItsTTL(t *testing.T) {
 	}
 	if pttl := client.PTTL(ctx, "abandoned").Val(); pttl <= 0 {
 		t.Fatalf("the abandoned key is gone (PTTL %v): Close released it", pttl)
+	}
+}
+
+// Done and Context tell the same end whether they are first asked for
+// while the lease is held or only after it ended (the Locker makes the
+// context when it is first asked for): Done is closed and the context's
+// cause is Err, for a release, an abandon and a lease lost at its deadline.
+func TestDoneAndContextTellTheEndWheneverTheyAreAskedFor(t *testing.T) {
+	_, client := startRedis(t)
+	l := newLocker(t, client, lock.WithTTL(500*time.Millisecond), lock.WithoutWatchdog())
+	ctx := ctxTimeout(t, 10*time.Second)
+	ends := map[string]func(*lock.Lease){
+		"released": func(s *lock.Lease) {
+			if err := s.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"abandoned": (*lock.Lease).Abandon,
+		"lost": func(s *lock.Lease) { // at its deadline
+			waitFor(t, 5*time.Second, "the deadline to pass", func() bool { return s.Err() != nil })
+		},
+	}
+	for name, end := range ends {
+		for _, askFirst := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/asked while held=%v", name, askFirst), func(t *testing.T) {
+				lease, err := l.TryAcquire(ctx, fmt.Sprintf("told/%s/%v", name, askFirst))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var done <-chan struct{}
+				if askFirst {
+					done = lease.Done()
+					select {
+					case <-done:
+						t.Fatal("Done is closed while the lease is held")
+					default:
+					}
+				}
+				end(lease)
+				if !askFirst {
+					done = lease.Done()
+				}
+				waitClosed(t, done, time.Second, "Done after the lease ended")
+				if cause, want := context.Cause(lease.Context()), lease.Err(); want == nil || cause != want {
+					t.Fatalf("context's cause = %v, Err = %v: want the same error", cause, want)
+				}
+			})
+		}
 	}
 }
