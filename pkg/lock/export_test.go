@@ -24,6 +24,14 @@ func SetNaiveHandOff(t testing.TB) {
 	testNaiveHandOff = true
 }
 
+// SetWatchdogWokenHook installs f, run each time a watchdog's loop is
+// woken, for the rest of t.
+func SetWatchdogWokenHook(t testing.TB, f func()) {
+	prev := testHookWatchdogWoken
+	t.Cleanup(func() { testHookWatchdogWoken = prev })
+	testHookWatchdogWoken = f
+}
+
 // SetTestHooks installs the test hooks (nil keeps one as it is) for the
 // rest of t, restoring them when t ends. Not for parallel tests.
 func SetTestHooks(t testing.TB, renewAnnounced, woken func()) {

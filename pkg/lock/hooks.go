@@ -22,4 +22,7 @@ var (
 	// handles a "granted" message: a test blocks it to deliver the message
 	// late.
 	testHookGranted = func(string) {}
+	// testHookWatchdogWoken runs each time the watchdog's loop is woken (a
+	// lease due sooner than its timer, or the timer).
+	testHookWatchdogWoken = func() {}
 )

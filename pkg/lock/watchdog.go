@@ -46,6 +46,14 @@ type watchdog struct {
 	mu    sync.Mutex
 	queue []scheduled // by due time
 	ended int         // leases ended since the queue was last swept; some may not be in it
+	// timer wakes the loop when the head comes due; armed is when it
+	// fires (zero: not set). A lease due after that needs nothing, and one
+	// due sooner only moves the timer: waking the loop for each lease
+	// taken while the queue was empty cost a goroutine switch and a futex
+	// call, about half the client's own CPU per uncontended
+	// acquire+release.
+	timer Timer
+	armed time.Time
 	kick  chan struct{}
 	stop  chan struct{}
 	loop  sync.WaitGroup
@@ -78,19 +86,29 @@ func newWatchdog(l *Locker) *watchdog {
 // confirming write, due within its short first validity). An entry due
 // sooner than the queue's tail is inserted in order.
 func (w *watchdog) add(lease *Lease, d time.Duration) {
-	w.once.Do(func() { w.loop.Go(w.run) })
-	due := w.l.cfg.clock.Now().Add(d)
+	clock := w.l.cfg.clock
+	w.once.Do(func() {
+		w.timer = clock.AfterFunc(time.Hour, w.wake) // armed by arm
+		w.loop.Go(w.run)
+	})
+	now := clock.Now()
+	due := now.Add(d)
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	i := len(w.queue)
 	for i > 0 && w.queue[i-1].due.After(due) {
 		i--
 	}
 	w.queue = slices.Insert(w.queue, i, scheduled{lease: lease, due: due})
-	head := i == 0
-	w.mu.Unlock()
-	if head {
-		w.wake()
+	if i == 0 && (w.armed.IsZero() || due.Before(w.armed)) {
+		w.arm(now, d)
 	}
+}
+
+// arm sets the timer to wake the loop after d; w.mu is held.
+func (w *watchdog) arm(now time.Time, d time.Duration) {
+	w.timer.Reset(d)
+	w.armed = now.Add(d)
 }
 
 func (w *watchdog) wake() {
@@ -101,20 +119,15 @@ func (w *watchdog) wake() {
 }
 
 func (w *watchdog) run() {
-	clock := w.l.cfg.clock
-	timer := clock.AfterFunc(time.Hour, w.wake)
-	defer timer.Stop()
+	defer w.timer.Stop()
 	for {
-		batch, next := w.due(clock.Now())
-		if len(batch) > 0 {
+		if batch := w.due(w.l.cfg.clock.Now()); len(batch) > 0 {
 			w.renew(batch)
 			continue
 		}
-		if next > 0 {
-			timer.Reset(next)
-		}
 		select {
 		case <-w.kick:
+			testHookWatchdogWoken()
 		case <-w.stop:
 			return
 		}
@@ -122,9 +135,9 @@ func (w *watchdog) run() {
 }
 
 // due takes the leases due by now (give or take renewalLinger), at most
-// one batch, dropping the ended ones; with none due, next is how long until
-// the head is (0 with an empty queue).
-func (w *watchdog) due(now time.Time) (batch []*Lease, next time.Duration) {
+// one batch, dropping the ended ones; with none due, it arms the timer
+// for the head (none with an empty queue).
+func (w *watchdog) due(now time.Time) (batch []*Lease) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := 0
@@ -137,7 +150,7 @@ func (w *watchdog) due(now time.Time) (batch []*Lease, next time.Duration) {
 		}
 		if wait := e.due.Sub(now); wait > min(renewalLinger, w.l.cfg.renewInterval/10) {
 			if len(batch) == 0 {
-				next = wait
+				w.arm(now, wait)
 			}
 			break
 		}
@@ -146,7 +159,10 @@ func (w *watchdog) due(now time.Time) (batch []*Lease, next time.Duration) {
 	}
 	clear(w.queue[:n]) // let ended leases go
 	w.queue = w.queue[n:]
-	return batch, next
+	if len(w.queue) == 0 {
+		w.armed = time.Time{} // the next lease arms it
+	}
+	return batch
 }
 
 // dropEnded counts a lease that has ended, and sweeps the ended leases out

@@ -230,3 +230,31 @@ func TestReleasedLeasesAreNotKeptUntilTheirRenewalIsDue(t *testing.T) {
 		}
 	}
 }
+
+// Leases taken one after another do not wake the watchdog one by one: a
+// lease due after the loop's timer fires is found when it fires. Waking
+// the loop for each lease taken while the schedule was empty (as it is
+// between serial cycles, once released leases are swept out) cost a
+// goroutine switch and a futex call per cycle, about half the client's
+// CPU per uncontended acquire+release (BenchmarkAcquireRelease).
+func TestLeasesTakenOneAfterAnotherDoNotWakeTheWatchdogEach(t *testing.T) {
+	var woken atomic.Int64
+	lock.SetWatchdogWokenHook(t, func() { woken.Add(1) })
+	_, client := startRedis(t)
+	l := newLocker(t, client, lock.WithTTL(30*time.Second)) // renewed every 10 s
+	ctx := ctxTimeout(t, 30*time.Second)
+	const cycles = 1000
+	for range cycles {
+		lease, err := l.TryAcquire(ctx, "serial")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d cycles woke the watchdog %d times", cycles, woken.Load())
+	if n := woken.Load(); n > 5 {
+		t.Fatalf("%d serial cycles woke the watchdog %d times: each lease woke it", cycles, n)
+	}
+}
