@@ -23,13 +23,14 @@ type Lease struct {
 	validUntil time.Time
 	err        error // set once, when the lease ends
 	forgotten  bool  // the Locker no longer holds the ended lease: Done may close
+	deadline   Timer
+	renewing   chan struct{} // non-nil while the watchdog's renewal is in flight
+
 	// ctx is made when Done or Context is first called: most leases are
 	// released without either (a context and its cancel are 2 of an
 	// uncontended acquire+release's allocations).
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	deadline   Timer
-	renewing   chan struct{} // non-nil while the watchdog's renewal is in flight
 }
 
 func newLease(l *Locker, t target, value string, fence uint64, sent, validUntil time.Time) *Lease {

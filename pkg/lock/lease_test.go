@@ -241,7 +241,7 @@ func TestDoneAndContextTellTheEndWheneverTheyAreAskedFor(t *testing.T) {
 					done = lease.Done()
 				}
 				waitClosed(t, done, time.Second, "Done after the lease ended")
-				if cause, want := context.Cause(lease.Context()), lease.Err(); want == nil || cause != want {
+				if cause, want := context.Cause(lease.Context()), lease.Err(); want == nil || !errors.Is(cause, want) {
 					t.Fatalf("context's cause = %v, Err = %v: want the same error", cause, want)
 				}
 			})
