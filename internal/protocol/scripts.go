@@ -223,8 +223,8 @@ func (a AcquireArgs) common(extra int) []any {
 
 // flag is a script's "1" or "0" argument, boxed once: a string chosen at
 // run time is copied to the heap each time it goes into an interface, and
-// an acquire passes five flags and a release two (7 allocations of an
-// uncontended acquire+release, 52 before).
+// an acquire passes five flags and a release two: 7 of the 52 allocations
+// an uncontended acquire+release made before.
 func flag(b bool) any {
 	if b {
 		return flagOn

@@ -45,7 +45,7 @@ type watchdog struct {
 
 	mu    sync.Mutex
 	queue []scheduled // by due time
-	ended int         // leases ended since the queue was last swept; some may not be in it
+	ended int         // about how many ended leases the queue holds: counted as they end, less those dropped at the head, 0 after a sweep
 	// timer wakes the loop when the head comes due; armed is when it
 	// fires (zero: not set). A lease due after that needs nothing, and one
 	// due sooner only moves the timer: waking the loop for each lease
@@ -167,9 +167,12 @@ func (w *watchdog) due(now time.Time) (batch []*Lease) {
 
 // dropEnded counts a lease that has ended, and sweeps the ended leases out
 // of the queue once the count passes half its length: a sweep costs the
-// queue's length, and as many leases have ended since the last one, so
-// each ending costs at most two steps, and ended leases never hold more
-// than half the queue (plus the one just ended).
+// queue's length, and about as many leases have ended since the last one,
+// so each ending costs about two steps, and ended leases hold about half
+// the queue at most. (The count is an estimate: a lease that ends while
+// its renewal is in flight is counted but not queued, and one that ends
+// between its renewal's answer and its return to the queue goes back
+// uncounted until the next sweep.)
 func (w *watchdog) dropEnded() {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -216,9 +216,11 @@ func TestReleasedLeasesAreNotKeptUntilTheirRenewalIsDue(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d released leases still reachable", alive, len(released))
-	// Ended leases fill at most half the schedule, plus the one just ended.
-	if alive > held+2 {
-		t.Fatalf("%d of %d released leases are still reachable (at most %d expected): the schedule keeps ended leases until they come due", alive, len(released), held+2)
+	// Ended leases fill about half the schedule at most (here about as many
+	// as the held ones); a few more may wait in the runtime's timer heap,
+	// where a stopped deadline timer is removed lazily.
+	if limit := 2*held + 10; alive > limit {
+		t.Fatalf("%d of %d released leases are still reachable (at most %d expected): the schedule keeps ended leases until they come due", alive, len(released), limit)
 	}
 	// The held leases came due at one interval, during the sweeps: each
 	// renews unless a sweep dropped it (it would end at its TTL unrenewed).
