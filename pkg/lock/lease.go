@@ -21,8 +21,7 @@ type Lease struct {
 
 	mu         sync.Mutex
 	validUntil time.Time
-	err        error // set once, when the lease ends
-	forgotten  bool  // the Locker no longer holds the ended lease: Done may close
+	err        error // set once, when the lease ends (and the Locker has forgotten it)
 	deadline   Timer
 	renewing   chan struct{} // non-nil while the watchdog's renewal is in flight
 
@@ -84,7 +83,7 @@ func (s *Lease) Context() context.Context {
 	defer s.mu.Unlock()
 	if s.ctx == nil {
 		s.ctx, s.cancel = context.WithCancelCause(context.Background())
-		if s.forgotten { // ended before anyone asked: done already
+		if s.err != nil { // ended before anyone asked: done already
 			s.cancel(s.err)
 		}
 	}
@@ -233,16 +232,17 @@ func (s *Lease) end(err error, reason string) bool {
 	if s.deadline != nil { // nil before start
 		s.deadline.Stop()
 	}
-	s.mu.Unlock()
 	l := s.locker
-	l.forget(s) // before Done closes: a Close woken by Done must not release it again
-	if l.watchdog != nil {
-		l.watchdog.dropEnded()
-	}
-	s.mu.Lock()
-	s.forgotten = true
+	// Forgotten with err set, before Done can close (below, or in a
+	// Context made later): a Close woken by Done must not release it
+	// again. Lock order: a Lease's mu, then its Locker's; nothing holds the
+	// Locker's while taking a Lease's.
+	l.forget(s)
 	cancel := s.cancel
 	s.mu.Unlock()
+	if l.watchdog != nil {
+		l.watchdog.dropEnded() // takes the queued leases' mu: not under ours
+	}
 	if cancel != nil {
 		cancel(err)
 	}
