@@ -1,0 +1,163 @@
+package lock_test
+
+import (
+	"bufio"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/internal/protocol"
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// A waiter's attempt that got no reply (the server stalled past the
+// client's read timeout) may still run when the server resumes: it may take
+// the key, or keep a place in line, for its value. So the waiter never
+// tries again with that value. A waiter that did would, on the resumed
+// server, find the key set to its value by the stalled attempt and confirm
+// it, while the background give-back of that same value (which runs once
+// the server answers again) deletes the key under it or hands it on.
+//
+// MONITOR (a connection without timeouts, so it survives the stall) shows
+// every acquire the server ran: after the resume, the value queued before
+// the stall must appear in exactly one, the stalled attempt itself. A
+// waiter that reuses its value after a timeout sends it again and fails
+// this (checked).
+func TestAWaiterNeverTriesAgainWithAValueWhoseAttemptTimedOut(t *testing.T) {
+	srv, observer := startRedis(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	if err := protocol.LoadLibrary(ctx, observer); err != nil {
+		t.Fatal(err)
+	}
+	monitor := startMonitor(t, srv.Addr())
+	client := srv.Client(t, func(o *redis.Options) { o.ReadTimeout = 300 * time.Millisecond; o.MaxRetries = -1 })
+	l := newLocker(t, client, lock.WithTTL(2*time.Second))
+	const key = "stalled-waiter"
+	holderTTL := 2500 * time.Millisecond
+	if err := observer.Set(ctx, key, "holder:1/0", holderTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	expires := time.Now().Add(holderTTL)
+
+	type result struct {
+		lease *lock.Lease
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		lease, err := l.Acquire(ctx, key)
+		done <- result{lease, err}
+	}()
+	var queued string
+	waitFor(t, 5*time.Second, "the waiter queued", func() bool {
+		line := observer.ZRange(ctx, protocol.LineKey(key), 0, -1).Val()
+		if len(line) == 1 {
+			queued = line[0]
+		}
+		return queued != ""
+	})
+	time.Sleep(500 * time.Millisecond) // the retry once its subscription is in force, answered
+	monitor.mark(t, observer, "before-stall")
+
+	// Stalled across the holder's expiry, when the waiter tries again, and
+	// well past the waiter's read timeout.
+	if time.Until(expires) < 500*time.Millisecond {
+		t.Fatalf("the waiter queued too late to stall the server before the holder's key expires (%v left)", time.Until(expires))
+	}
+	srv.Pause()
+	time.Sleep(time.Until(expires) + time.Second)
+	srv.Resume()
+
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(15 * time.Second): // expected within the 2 s TTL of a stalled attempt's key
+		t.Fatal("the waiter did not acquire after the server resumed")
+	}
+	if r.err != nil {
+		t.Fatalf("Acquire = %v", r.err)
+	}
+	releaseAtEnd(t, r.lease)
+	if r.lease.Value() == queued {
+		t.Errorf("the lease holds the value %q whose attempt timed out", queued)
+	}
+	acquires := monitor.mark(t, observer, "after-stall")
+	if n := acquires[queued]; n != 1 {
+		t.Errorf("after the stall, the server ran %d acquires with the value whose attempt timed out, want 1 (the stalled attempt itself): %v", n, acquires)
+	}
+}
+
+// monitor reads a server's MONITOR stream.
+type monitor struct{ lines chan string }
+
+// startMonitor opens a MONITOR connection to addr, closed when t ends.
+func startMonitor(t *testing.T, addr string) *monitor {
+	t.Helper()
+	conn, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	m := &monitor{lines: make(chan string, 100000)}
+	go func() {
+		defer close(m.lines)
+		sc := bufio.NewScanner(conn)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			m.lines <- sc.Text()
+		}
+	}()
+	return m
+}
+
+// mark sends ECHO marker through c and reads the stream up to it: it
+// returns, per value, how many acquire calls (FCALL of the library's
+// acquire function) the server ran since the last mark.
+func (m *monitor) mark(t *testing.T, c *redis.Client, marker string) map[string]int {
+	t.Helper()
+	if err := c.Echo(t.Context(), marker).Err(); err != nil {
+		t.Fatal(err)
+	}
+	acquire := `"` + strings.ToLower(protocol.AcquireScript.FunctionName()) + `"`
+	counts := map[string]int{}
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case line, ok := <-m.lines:
+			if !ok {
+				t.Fatal("the MONITOR connection closed")
+			}
+			if strings.Contains(line, `"echo" "`+marker+`"`) {
+				return counts
+			}
+			if i := strings.Index(strings.ToLower(line), acquire); i >= 0 {
+				counts[acquireValue(t, line[i+len(acquire):])]++
+			}
+		case <-timeout:
+			t.Fatalf("%s never appeared in the MONITOR stream", marker)
+		}
+	}
+}
+
+// acquireValue is the value (ARGV[1]) of an acquire FCALL, from the
+// MONITOR line's arguments after the function name: the number of keys,
+// the keys, then the value.
+func acquireValue(t *testing.T, args string) string {
+	t.Helper()
+	fields := strings.Fields(args)
+	if len(fields) == 0 {
+		t.Fatalf("acquire call without arguments: %q", args)
+	}
+	nkeys, err := strconv.Atoi(strings.Trim(fields[0], `"`))
+	if err != nil || len(fields) < nkeys+2 {
+		t.Fatalf("acquire call without a value: %q", args)
+	}
+	return strings.Trim(fields[1+nkeys], `"`)
+}
