@@ -101,3 +101,49 @@ func TestGuardNeverLowersSettingsItDidNotSet(t *testing.T) {
 		return nil
 	})
 }
+
+// TestARestartedControllerLowersNoGuardItSetBefore: the controller
+// remembers in memory what it set, so after a restart its predecessor's
+// settings are not its own. Two locks ask one master for 2 and 1 replicas;
+// the first controller applies the stricter 2 and stops. Whichever lock the
+// restarted controller reconciles first, the master keeps 2 while the
+// strict lock exists, and keeps it after that lock is deleted too: what a
+// controller did not set itself, it never lowers (docs/operator.md: lower
+// it by hand).
+func TestARestartedControllerLowersNoGuardItSetBefore(t *testing.T) {
+	t.Parallel()
+	const probeInterval = time.Second
+	h := newHarness(t, harnessOptions{probeInterval: probeInterval})
+	group := redistest.StartReplicated(t, 2)
+	ctx := h.ctx()
+	admin := group.Master.Client(t)
+	h.create("strict", replicatedSpec(2, 7*time.Second, group.Master.Addr()))
+	h.create("lenient", replicatedSpec(1, 7*time.Second, group.Master.Addr()))
+	conflict := func(dl *v1alpha1.DistributedLock) error {
+		return hasCondition(dl, v1alpha1.ConditionReplicationGuarded, metav1.ConditionTrue, v1alpha1.ReasonSettingsConflict)
+	}
+	for _, name := range []string{"strict", "lenient"} {
+		h.waitFor(name, "SettingsConflict", conflict)
+	}
+	h.eventually("the stricter guard applied", masterKeeps(h, admin, "2"))
+
+	h.stop()
+	restarted := newHarness(t, harnessOptions{probeInterval: probeInterval, after: h})
+	restarted.consistently("the strict lock's guard kept across the restart", 4*probeInterval, masterKeeps(restarted, admin, "2"))
+	for _, name := range []string{"strict", "lenient"} {
+		if restarted.counter(name).Load() == 0 {
+			t.Fatalf("the restarted controller never reconciled %s", name)
+		}
+	}
+
+	if err := restarted.c.Delete(ctx, &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: restarted.ns, Name: "strict"}}); err != nil {
+		t.Fatal(err)
+	}
+	restarted.waitFor("lenient", "no conflict left", func(dl *v1alpha1.DistributedLock) error {
+		if conflict(dl) == nil {
+			return errNotYet
+		}
+		return hasCondition(dl, v1alpha1.ConditionReplicationGuarded, metav1.ConditionTrue, "")
+	})
+	restarted.consistently("the predecessor's guard kept", 3*probeInterval, masterKeeps(restarted, admin, "2"))
+}

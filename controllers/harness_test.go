@@ -74,6 +74,9 @@ type harnessOptions struct {
 	// for the test to search: the scale benchmarks measure the manager's
 	// memory, and 10,000 locks' logs would be most of it.
 	discardLogs bool
+	// after is a harness whose manager was stopped (h.stop): this one
+	// takes over its namespaces, as a restarted controller does.
+	after *harness
 }
 
 // managerLogger is the manager's logger: keep, or with discard nothing,
@@ -105,6 +108,9 @@ type harness struct {
 	// start starts the manager (once; newHarness calls it unless
 	// startLater).
 	start func()
+	// stop stops the manager and closes its pool (once; at the test's
+	// end at the latest).
+	stop func()
 }
 
 func newHarness(t testing.TB, o harnessOptions) *harness {
@@ -114,17 +120,23 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		env = kubetest.Shared(t)
 	}
 	h := &harness{
-		t: t, env: env, ns: env.Namespace(t), c: env.Client,
+		t: t, env: env, c: env.Client,
 		logs:       newLogSink(),
 		reconciles: map[string]*atomic.Int64{},
 	}
 	if o.probeInterval == 0 {
 		o.probeInterval = time.Second
 	}
+	if o.after != nil {
+		h.ns, h.extra = o.after.ns, o.after.extra
+	} else {
+		h.ns = env.Namespace(t)
+		for range o.namespaces {
+			h.extra = append(h.extra, env.Namespace(t))
+		}
+	}
 	namespaces := map[string]cache.Config{h.ns: {}}
-	for range o.namespaces {
-		ns := env.Namespace(t)
-		h.extra = append(h.extra, ns)
+	for _, ns := range h.extra {
 		namespaces[ns] = cache.Config{}
 	}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
@@ -176,20 +188,26 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	if !o.startLater {
 		h.start()
 	}
-	t.Cleanup(func() {
-		cancel()
-		h.start() // so that done is sent (the context is cancelled already)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager: %v", err)
+	var stopped sync.Once
+	h.stop = func() {
+		stopped.Do(func() {
+			cancel()
+			h.start() // so that done is sent (the context is cancelled already)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("manager: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("the manager did not stop within 30s")
 			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("the manager did not stop within 30s")
-		}
-		if err := h.pool.Close(); err != nil {
-			t.Logf("closing the pool: %v", err)
-		}
+			if err := h.pool.Close(); err != nil {
+				t.Logf("closing the pool: %v", err)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		h.stop()
 		if t.Failed() {
 			t.Logf("manager log tail:\n%s", h.logs.tail(60))
 		}
