@@ -15,12 +15,14 @@ import (
 )
 
 // A waiter's attempt that got no reply (the server stalled past the
-// client's read timeout) may still run when the server resumes: it may take
-// the key, or keep a place in line, for its value. So the waiter never
-// tries again with that value. A waiter that did would, on the resumed
-// server, find the key set to its value by the stalled attempt and confirm
-// it, while the background give-back of that same value (which runs once
-// the server answers again) deletes the key under it or hands it on.
+// client's read timeout, go-redis's own resends off) may still run when the
+// server resumes: it may take the key, or keep a place in line, for its
+// value. So the waiter never tries again with that value. A waiter that did
+// would, on the resumed server, find the key set to its value by the
+// stalled attempt and confirm it, while the background give-back of that
+// same value, if its PING gets through, deletes the key under it or hands
+// it on. (Here the give-backs' PINGs time out during the stall and are
+// abandoned: the stalled attempt's key lives out its 2 s TTL.)
 //
 // MONITOR (a connection without timeouts, so it survives the stall) shows
 // every acquire the server ran: after the resume, the value queued before
@@ -60,16 +62,27 @@ func TestAWaiterNeverTriesAgainWithAValueWhoseAttemptTimedOut(t *testing.T) {
 		}
 		return queued != ""
 	})
-	time.Sleep(500 * time.Millisecond) // the retry once its subscription is in force, answered
-	monitor.mark(t, observer, "before-stall")
+	// Until the waiter is quiet: its attempts so far (the one that queued
+	// and, usually, one more once its subscription is in force) answered.
+	// Its next attempt comes when its timed wait ends, its TTL (2 s, less
+	// than the holder's PTTL) after its last one.
+	last := time.Now()
+	for {
+		time.Sleep(300 * time.Millisecond)
+		if monitor.mark(t, observer, "settling")[queued] == 0 {
+			break
+		}
+		last = time.Now()
+	}
+	next := last.Add(2 * time.Second)
 
-	// Stalled across the holder's expiry, when the waiter tries again, and
-	// well past the waiter's read timeout.
-	if time.Until(expires) < 500*time.Millisecond {
-		t.Fatalf("the waiter queued too late to stall the server before the holder's key expires (%v left)", time.Until(expires))
+	// Stalled across that attempt, well past the waiter's read timeout,
+	// and past the holder's expiry.
+	if time.Until(next) < 500*time.Millisecond {
+		t.Fatalf("the waiter settled too late to stall the server before its next attempt (%v left)", time.Until(next))
 	}
 	srv.Pause()
-	time.Sleep(time.Until(expires) + time.Second)
+	time.Sleep(max(time.Until(next), time.Until(expires)) + time.Second)
 	srv.Resume()
 
 	var r result
