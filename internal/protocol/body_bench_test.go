@@ -2,7 +2,6 @@ package protocol_test
 
 import (
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
@@ -21,7 +20,8 @@ import (
 func BenchmarkFunctionBodiesAgainstTheirCommands(b *testing.B) {
 	library, commands := newServer(b), newServer(b)
 	a := protocol.AcquireArgs{TTL: 10 * time.Second, Fencing: true, Identity: "pod-a:1"}
-	release := protocol.ReleaseCall("k", "", protocol.ReleaseArgs{Window: time.Second})
+	r := protocol.ReleaseArgs{Window: time.Second}
+	release := protocol.ReleaseCall("k", "", r) // for its function's name
 	library.must(protocol.LoadLibrary(library.ctx, library.c))
 	commands.must(commands.c.FunctionLoadReplace(commands.ctx, fmt.Sprintf(`#!lua name=%s
 redis.register_function('%s', function(KEYS, ARGV)
@@ -34,27 +34,12 @@ redis.register_function('%s', function(KEYS, ARGV)
   redis.call('DEL', KEYS[1])
   return 1
 end)`, protocol.LibraryName, protocol.AcquireScript.FunctionName(), release.Script.FunctionName())).Err())
-	runners := map[*server]protocol.Runner{}
-	for _, s := range []*server{library, commands} {
-		runners[s] = protocol.NewCaller(protocol.FunctionsAuto).On(s.c)
-		s.must(s.c.ConfigResetStat(s.ctx).Err())
-	}
-	cycle := func(s *server, value string) {
+	calls := func(value string) (protocol.Call, protocol.Call) {
 		a.Value = value
-		r := runners[s]
-		if res, err := r.Run(s.ctx, protocol.AcquireCall("k", a)).Int64Slice(); err != nil || res[0] != 1 {
-			b.Fatalf("acquire = %v, %v", res, err)
-		}
-		if n, err := r.Run(s.ctx, protocol.ReleaseCall("k", value, protocol.ReleaseArgs{Window: time.Second})).Int64(); err != nil || n != 1 {
-			b.Fatalf("release = %v, %v", n, err)
-		}
+		return protocol.AcquireCall("k", a), protocol.ReleaseCall("k", value, r)
 	}
-	for i := 0; b.Loop(); i++ {
-		v := "pod-a:1/" + strconv.Itoa(i)
-		cycle(library, v)
-		cycle(commands, v)
-	}
-	b.StopTimer()
-	b.ReportMetric(library.commandMicros()/float64(b.N), "library-us/cycle")
-	b.ReportMetric(commands.commandMicros()/float64(b.N), "commands-only-us/cycle")
+	functions := func(s *server) protocol.Runner { return protocol.NewCaller(protocol.FunctionsAuto).On(s.c) }
+	compareCommandTime(b,
+		side{library, functions(library), "library-us/cycle", calls},
+		side{commands, functions(commands), "commands-only-us/cycle", calls})
 }
