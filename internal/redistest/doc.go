@@ -15,6 +15,10 @@
 // Processes also get SIGKILL as their parent-death signal on Linux, so a test
 // binary that crashes does not leave servers behind.
 //
+// Server.Monitor shows what a server ran, in its order, scripts' commands
+// included: a test can count the calls a client made, not only what the
+// client reports.
+//
 // The binaries come from PATH; RequireBinaries fails (not skips) the test when
 // they are missing, because a skipped safety test looks like a passing one.
 package redistest

@@ -1,12 +1,9 @@
 package fence_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"math"
-	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,10 +74,11 @@ func TestRedisStoreAcceptsOnlyIncreasingTokens(t *testing.T) {
 // Write reported accepted.
 func TestRedisStoreUnderConcurrentWriters(t *testing.T) {
 	srv := redistest.StartStandalone(t)
-	store := fence.NewRedisStore(srv.Client(t), "test:")
+	client := srv.Client(t)
+	store := fence.NewRedisStore(client, "test:")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mon := monitorHSETs(ctx, t, srv.Addr(), "test:shared")
+	mon := srv.Monitor(t)
 
 	var (
 		mu       sync.Mutex
@@ -121,7 +119,7 @@ func TestRedisStoreUnderConcurrentWriters(t *testing.T) {
 		t.Fatalf("Read = %d %q %v, want the largest token 1600", tok, val, err)
 	}
 
-	order := mon.await(t, len(accepted))
+	order := hsetTokens(t, mon.Mark(t, client, "writes done"), "test:shared")
 	for i := 1; i < len(order); i++ {
 		if order[i] <= order[i-1] {
 			t.Fatalf("accepted token %d (write %d in server order) after %d: not above all accepted before it", order[i], i, order[i-1])
@@ -145,86 +143,22 @@ func TestRedisStoreUnderConcurrentWriters(t *testing.T) {
 	}
 }
 
-// hsetMonitor collects, in the server's execution order, the tokens of the
-// HSETs on one key that scripts run, as MONITOR reports them.
-type hsetMonitor struct {
-	mu     sync.Mutex
-	tokens []uint64
-	err    error
-	done   chan struct{}
-}
-
-// monitorHSETs opens a raw MONITOR connection to addr (the go-redis Monitor
-// helper busy-polls) and records the token of every script HSET on key.
-func monitorHSETs(ctx context.Context, t *testing.T, addr, key string) *hsetMonitor {
+// hsetTokens is the token of every HSET a script ran on key, in the
+// server's order.
+func hsetTokens(t *testing.T, calls []redistest.Call, key string) []uint64 {
 	t.Helper()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &hsetMonitor{done: make(chan struct{})}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		<-m.done
-	})
-	rd := bufio.NewReader(conn)
-	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := rd.ReadString('\n'); err != nil || line != "+OK\r\n" {
-		t.Fatalf("MONITOR = %q %v", line, err)
-	}
-	prefix := `[0 lua] "HSET" "` + key + `" "token" "`
-	go func() {
-		defer close(m.done)
-		for {
-			line, err := rd.ReadString('\n')
-			if err != nil {
-				m.mu.Lock()
-				m.err = err
-				m.mu.Unlock()
-				return
-			}
-			// +<time> [<db> lua] "HSET" "<key>" "token" "<n>" "value" "<v>"
-			_, rest, ok := strings.Cut(line, " ")
-			if !ok || !strings.HasPrefix(rest, prefix) {
-				continue
-			}
-			n, _, _ := strings.Cut(rest[len(prefix):], `"`)
-			tok, err := strconv.ParseUint(n, 10, 64)
-			m.mu.Lock()
-			if err != nil {
-				m.err = errors.New("MONITOR: bad token in " + strconv.Quote(line))
-			} else {
-				m.tokens = append(m.tokens, tok)
-			}
-			m.mu.Unlock()
+	var tokens []uint64
+	for _, c := range calls {
+		if !c.Lua || !c.Is("HSET", key, "token") || len(c.Args) < 4 {
+			continue
 		}
-	}()
-	return m
-}
-
-// await returns the tokens seen once at least n have arrived (MONITOR lags
-// the replies), failing the test after a few seconds or on a read error.
-func (m *hsetMonitor) await(t *testing.T, n int) []uint64 {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		m.mu.Lock()
-		got, err := slices.Clone(m.tokens), m.err
-		m.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
+		tok, err := strconv.ParseUint(c.Args[3], 10, 64)
 		if err != nil {
-			t.Fatalf("MONITOR saw %d of %d accepted writes, then: %v", len(got), n, err)
+			t.Fatalf("MONITOR: bad token in %q", c.Args)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("MONITOR saw %d of %d accepted writes", len(got), n)
-		}
-		time.Sleep(10 * time.Millisecond)
+		tokens = append(tokens, tok)
 	}
+	return tokens
 }
 
 // The write script compares tokens as decimal strings by length, exact

@@ -1,16 +1,14 @@
 package lock_test
 
 import (
-	"bufio"
-	"net"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/internal/protocol"
+	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -35,7 +33,7 @@ func TestAWaiterNeverTriesAgainWithAValueWhoseAttemptTimedOut(t *testing.T) {
 	if err := protocol.LoadLibrary(ctx, observer); err != nil {
 		t.Fatal(err)
 	}
-	monitor := startMonitor(t, srv.Addr())
+	monitor := srv.Monitor(t)
 	client := srv.Client(t, func(o *redis.Options) { o.ReadTimeout = 300 * time.Millisecond; o.MaxRetries = -1 })
 	l := newLocker(t, client, lock.WithTTL(2*time.Second))
 	const key = "stalled-waiter"
@@ -69,7 +67,7 @@ func TestAWaiterNeverTriesAgainWithAValueWhoseAttemptTimedOut(t *testing.T) {
 	last := time.Now()
 	for {
 		time.Sleep(300 * time.Millisecond)
-		if monitor.mark(t, observer, "settling")[queued] == 0 {
+		if acquires(t, monitor.Mark(t, observer, "settling"))[queued] == 0 {
 			break
 		}
 		last = time.Now()
@@ -98,79 +96,26 @@ func TestAWaiterNeverTriesAgainWithAValueWhoseAttemptTimedOut(t *testing.T) {
 	if r.lease.Value() == queued {
 		t.Errorf("the lease holds the value %q whose attempt timed out", queued)
 	}
-	acquires := monitor.mark(t, observer, "after-stall")
-	if n := acquires[queued]; n != 1 {
-		t.Errorf("after the stall, the server ran %d acquires with the value whose attempt timed out, want 1 (the stalled attempt itself): %v", n, acquires)
+	after := acquires(t, monitor.Mark(t, observer, "after-stall"))
+	if n := after[queued]; n != 1 {
+		t.Errorf("after the stall, the server ran %d acquires with the value whose attempt timed out, want 1 (the stalled attempt itself): %v", n, after)
 	}
 }
 
-// monitor reads a server's MONITOR stream.
-type monitor struct{ lines chan string }
-
-// startMonitor opens a MONITOR connection to addr, closed when t ends.
-func startMonitor(t *testing.T, addr string) *monitor {
+// acquires counts, per value, the acquire calls (FCALL of the library's
+// acquire function) among calls: the value is the argument after the keys.
+func acquires(t *testing.T, calls []redistest.Call) map[string]int {
 	t.Helper()
-	conn, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	m := &monitor{lines: make(chan string, 100000)}
-	go func() {
-		defer close(m.lines)
-		sc := bufio.NewScanner(conn)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			m.lines <- sc.Text()
-		}
-	}()
-	return m
-}
-
-// mark sends ECHO marker through c and reads the stream up to it: it
-// returns, per value, how many acquire calls (FCALL of the library's
-// acquire function) the server ran since the last mark.
-func (m *monitor) mark(t *testing.T, c *redis.Client, marker string) map[string]int {
-	t.Helper()
-	if err := c.Echo(t.Context(), marker).Err(); err != nil {
-		t.Fatal(err)
-	}
-	acquire := `"` + strings.ToLower(protocol.AcquireScript.FunctionName()) + `"`
 	counts := map[string]int{}
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case line, ok := <-m.lines:
-			if !ok {
-				t.Fatal("the MONITOR connection closed")
-			}
-			if strings.Contains(line, `"echo" "`+marker+`"`) {
-				return counts
-			}
-			if i := strings.Index(strings.ToLower(line), acquire); i >= 0 {
-				counts[acquireValue(t, line[i+len(acquire):])]++
-			}
-		case <-timeout:
-			t.Fatalf("%s never appeared in the MONITOR stream", marker)
+	for _, c := range calls {
+		if c.Lua || !c.Is("fcall", protocol.AcquireScript.FunctionName()) {
+			continue
 		}
+		nkeys, err := strconv.Atoi(c.Args[2])
+		if err != nil || len(c.Args) < 4+nkeys {
+			t.Fatalf("acquire call without a value: %q", c.Args)
+		}
+		counts[c.Args[3+nkeys]]++
 	}
-}
-
-// acquireValue is the value (ARGV[1]) of an acquire FCALL, from the
-// MONITOR line's arguments after the function name: the number of keys,
-// the keys, then the value.
-func acquireValue(t *testing.T, args string) string {
-	t.Helper()
-	fields := strings.Fields(args)
-	if len(fields) == 0 {
-		t.Fatalf("acquire call without arguments: %q", args)
-	}
-	nkeys, err := strconv.Atoi(strings.Trim(fields[0], `"`))
-	if err != nil || len(fields) < nkeys+2 {
-		t.Fatalf("acquire call without a value: %q", args)
-	}
-	return strings.Trim(fields[1+nkeys], `"`)
+	return counts
 }
