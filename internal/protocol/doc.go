@@ -10,4 +10,4 @@
 package protocol
 
 // Version is the protocol version documented in docs/protocol.md.
-const Version = 5
+const Version = 6

@@ -55,7 +55,7 @@ func (h handOff) take(old bool, v string, queued bool) []int64 {
 	default:
 		cmd = h.s.run(protocol.AcquireScript, protocol.AcquireKeys(h.key), args.Argv()...)
 	}
-	res, err := cmd.Int64Slice()
+	res, err := ints(cmd)
 	h.s.must(err)
 	return res
 }
@@ -119,7 +119,7 @@ func TestProtocol3And4HandOffsSideBySide(t *testing.T) {
 			waiter := value(t, "waiter:1")
 			res := h.take(tt.oldWaiter, waiter, false)
 			expect(t, res[0], 0, "the waiter's attempt on a full key")
-			expect(t, len(res), map[bool]int{true: 2, false: 3}[tt.oldWaiter], "fields of the 'not acquired' reply")
+			expect(t, len(res), map[bool]int{true: 2, false: 4}[tt.oldWaiter], "integer fields of the 'not acquired' reply")
 
 			ps := s.c.Subscribe(s.ctx, protocol.EventsChannel(h.key))
 			defer func() { _ = ps.Close() }()
@@ -137,13 +137,14 @@ func TestProtocol3And4HandOffsSideBySide(t *testing.T) {
 			expect(t, g.Counted, !tt.oldGiver, "the notice carries the hand-off's counter")
 			if g.Counted {
 				expect(t, strconv.FormatInt(g.Counter, 10), s.counter(h.key), "the notice's counter (the fence counter)")
+				expect(t, g.History, s.history(), "the notice's history (the server's replication ID)")
 				expect(t, g.PX, time.Second, "the notice's expiry")
 				expect(t, g.Held, tt.permits, "the notice's live permits (0 for a lock)")
 				if g.Counter <= s.lastFence {
 					t.Fatalf("the hand-off's counter %d is not above the last fence %d", g.Counter, s.lastFence)
 				}
 				s.lastFence = g.Counter
-				if len(res) == 3 && res[2] >= g.Counter {
+				if len(res) == 4 && res[2] >= g.Counter {
 					t.Fatalf("the waiter's attempt saw counter %d, not below the hand-off's %d", res[2], g.Counter)
 				}
 			}
@@ -173,7 +174,7 @@ func TestHandOffsAreCounted(t *testing.T) {
 	attempt := func(v string) int64 {
 		t.Helper()
 		args := protocol.AcquireArgs{Value: v, TTL: 10 * time.Second, Fencing: true, Identity: "w:1", Place: time.Minute, Window: 200 * time.Millisecond, FIFO: true}
-		res, err := s.run(protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
+		res, err := ints(s.run(protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...))
 		s.must(err)
 		expect(t, res[0], 0, "an attempt on a held key")
 		return res[2]

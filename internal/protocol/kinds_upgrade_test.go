@@ -44,7 +44,7 @@ func TestUnrevisedLockScriptsBesideASemaphore(t *testing.T) {
 	old := value(t, "old-pod:1")
 	args := protocol.AcquireArgs{Value: old, TTL: 10 * time.Second, Fencing: true, Identity: "old-pod:1",
 		Place: time.Minute, Window: time.Second}
-	res, err := v30Acquire.Run(s.ctx, s.c, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
+	res, err := ints(v30Acquire.Run(s.ctx, s.c, protocol.AcquireKeys(key), args.Argv()...))
 	s.must(err)
 	expect(t, res[0], 0, "the unrevised first attempt acquired")
 	args.Queued = true

@@ -27,7 +27,7 @@ func (s *server) permit(key, value string, permits int, queued bool) (bool, int6
 
 func (s *server) permitWith(key string, args protocol.AcquireArgs) (bool, int64) {
 	s.t.Helper()
-	res, err := s.run(protocol.AcquirePermitScript, protocol.AcquirePermitKeys(key), args.PermitArgv()...).Int64Slice()
+	res, err := ints(s.run(protocol.AcquirePermitScript, protocol.AcquirePermitKeys(key), args.PermitArgv()...))
 	s.must(err)
 	return res[0] == 1, res[1]
 }
@@ -111,7 +111,7 @@ func TestPermitsOnTheServer(t *testing.T) {
 	expect(t, s.givePermit(key, a, 2, 300*time.Millisecond), true, "a's release")
 	msg, err := ps.ReceiveMessage(s.ctx)
 	s.must(err)
-	expect(t, msg.Payload, "granted "+protocol.ValueDigest(w1)+" "+protocol.ValueDigest(w2)+" "+s.counter(key)+" 300 2",
+	expect(t, msg.Payload, "granted "+protocol.ValueDigest(w1)+" "+protocol.ValueDigest(w2)+" "+s.counter(key)+" 300 h"+s.history()+" 2",
 		"message (the chosen waiter, then the one now first, the hand-off's counter, expiry and live permits)")
 	p = s.permits(key)
 	// Protocol 4: the hand-off assigned the permit its fence (the counter).

@@ -22,7 +22,7 @@ func (k quarantineKind) take(s *server, key, v string, ttl time.Duration, q prot
 	if k.permits > 0 {
 		script, keys, argv = protocol.AcquirePermitScript, protocol.AcquirePermitKeys(key), args.PermitArgv()
 	}
-	res, err := s.run(script, keys, argv...).Int64Slice()
+	res, err := ints(s.run(script, keys, argv...))
 	s.must(err)
 	return res
 }

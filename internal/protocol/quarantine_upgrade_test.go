@@ -59,7 +59,7 @@ func (m *mixedKey) take(old bool, v string, q protocol.Quarantine) []int64 {
 	default:
 		cmd = m.run(protocol.AcquireScript, protocol.AcquireKeys(m.key), args.Argv()...)
 	}
-	res, err := cmd.Int64Slice()
+	res, err := ints(cmd)
 	m.must(err)
 	if res[0] == 1 {
 		if res[1] <= m.fence {
@@ -144,8 +144,8 @@ func sideBySide(t *testing.T, m *mixedKey) {
 	off := protocol.Quarantine{}
 	oldA, newB, oldC := "old-pod:1/a", "new-pod:1/b", "old-pod:2/c"
 	m.expect(m.take(true, oldA, off), 1, "old holder")
-	if res := m.take(false, newB, off); res[0] != 0 || len(res) != 3 {
-		t.Fatalf("new waiter's attempt = %v, want {0, ms, counter}", res)
+	if res := m.take(false, newB, off); res[0] != 0 || len(res) != 4 || res[3] != 0 {
+		t.Fatalf("new waiter's attempt = %v, want {0, ms, counter, 0} (and its history)", res)
 	}
 	if m.permits == 0 {
 		if n, err := v4Renew.Run(m.ctx, m.c, []string{m.key}, oldA, 10000).Int(); err != nil || n != 1 {

@@ -30,9 +30,9 @@ var (
 	//go:embed lua/acquire.lua
 	acquireSrc string
 	// AcquireScript: KEYS AcquireKeys; ARGV AcquireArgs.argv. Replies {1,
-	// fence} when acquired, {0, pttl, counter} when not (counter: the
-	// hand-off counter the attempt saw, protocol 4), or an error with the
-	// lock key not taken.
+	// fence} when acquired, {0, pttl, counter, quarantine, history} when
+	// not (ParseAttempt reads both), or an error with the lock key not
+	// taken.
 	AcquireScript = newScript("acquire", false, acquireSrc, fenceSrc, lineSrc, takenSrc, valueSrc, epochSrc)
 
 	//go:embed lua/release.lua
@@ -58,8 +58,9 @@ var (
 	permitAcquireSrc string
 	// AcquirePermitScript: KEYS AcquirePermitKeys; ARGV
 	// AcquireArgs.PermitArgv. Replies {1, fence} when acquired, {0, ms,
-	// counter} when not (ms until a permit frees by expiry alone; counter
-	// as for AcquireScript), or an error with no permit taken.
+	// counter, quarantine, history} when not (ms until a permit frees by
+	// expiry alone; the rest as for AcquireScript), or an error with no
+	// permit taken.
 	AcquirePermitScript = newScript("permit_acquire", false, permitAcquireSrc, fenceSrc, lineSrc, permitsSrc, takenSrc, epochSrc)
 
 	//go:embed lua/permit_release.lua

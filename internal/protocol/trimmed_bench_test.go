@@ -55,7 +55,7 @@ func compareCommandTime(b *testing.B, sides ...side) {
 		v := "pod-a:1/" + strconv.Itoa(i)
 		for _, sd := range sides {
 			acquire, release := sd.calls(v)
-			if res, err := sd.r.Run(sd.s.ctx, acquire).Int64Slice(); err != nil || res[0] != 1 {
+			if res, err := ints(sd.r.Run(sd.s.ctx, acquire)); err != nil || res[0] != 1 {
 				b.Fatalf("%s: acquire = %v, %v", sd.unit, res, err)
 			}
 			if n, err := sd.r.Run(sd.s.ctx, release).Int64(); err != nil || n != 1 {

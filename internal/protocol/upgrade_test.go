@@ -3,7 +3,9 @@ package protocol_test
 import (
 	"context"
 	_ "embed"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,9 +52,47 @@ func (s *server) counter(key string) string {
 	return v
 }
 
+// history is the server's replication ID: the counter's history that
+// protocol 6's replies and notices name (lua/fence.lua's fence_history).
+func (s *server) history() string {
+	s.t.Helper()
+	info, err := s.c.Info(s.ctx, "replication").Result()
+	s.must(err)
+	_, rest, ok := strings.Cut(info, "master_replid:")
+	if !ok {
+		s.t.Fatalf("INFO replication has no master_replid: %q", info)
+	}
+	id, _, _ := strings.Cut(rest, "\r\n")
+	return id
+}
+
 // run runs the current protocol's script on the server.
 func (s *server) run(script *protocol.Script, keys []string, args ...any) *redis.Cmd {
 	return s.r.Run(s.ctx, protocol.Call{Script: script, Keys: keys, Args: args})
+}
+
+// ints is an acquire script's reply as integers: an older protocol's as
+// it is, protocol 6's "not acquired" reply without its last element, the
+// counter's history, which must be there.
+func ints(cmd *redis.Cmd) ([]int64, error) {
+	res, err := cmd.Slice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, 0, len(res))
+	for i, v := range res {
+		switch v := v.(type) {
+		case int64:
+			out = append(out, v)
+		case string:
+			if i != 4 || i != len(res)-1 || v == "" {
+				return nil, fmt.Errorf("unexpected reply %v", res)
+			}
+		default:
+			return nil, fmt.Errorf("unexpected reply %v", res)
+		}
+	}
+	return out, nil
 }
 
 func (s *server) must(err error) {
@@ -83,7 +123,7 @@ func (s *server) take(key, value string, queued bool) (bool, int64) {
 	s.t.Helper()
 	args := protocol.AcquireArgs{Value: value, TTL: 10 * time.Second, Fencing: true, Identity: "new-pod:1",
 		Place: time.Minute, Queued: queued, Window: time.Second}
-	res, err := s.run(protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
+	res, err := ints(s.run(protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...))
 	s.must(err)
 	return res[0] == 1, res[1]
 }
@@ -197,7 +237,7 @@ func TestTheLineOnTheServer(t *testing.T) {
 	expect(t, s.holder(key), "next:1", "the waiter the release handed the key to (the first still in line)")
 	msg, err := ps.ReceiveMessage(s.ctx)
 	s.must(err)
-	expect(t, msg.Payload, "granted "+protocol.ValueDigest(next)+" "+protocol.ValueDigest(last)+" "+s.counter(key)+" 300",
+	expect(t, msg.Payload, "granted "+protocol.ValueDigest(next)+" "+protocol.ValueDigest(last)+" "+s.counter(key)+" 300 h"+s.history(),
 		"message (the chosen waiter, then the one now first, the hand-off's counter and expiry)")
 	if pttl := s.c.PTTL(s.ctx, key).Val(); pttl > 300*time.Millisecond || pttl <= 0 {
 		t.Fatalf("the handed key's PTTL is %v, want the 300ms window", pttl)
@@ -251,7 +291,7 @@ func TestAHandOffIsToldOnlyToTheWaitersItConcerns(t *testing.T) {
 				s.must(err)
 			}
 			expect(t, s.give(key, holder, time.Second), true, "release")
-			want := "granted " + protocol.ValueDigest(next) + " " + protocol.ValueDigest(last) + " " + s.counter(key) + " 1000"
+			want := "granted " + protocol.ValueDigest(next) + " " + protocol.ValueDigest(last) + " " + s.counter(key) + " 1000 h" + s.history()
 			got := map[string]bool{}
 			for {
 				ctx, cancel := context.WithTimeout(s.ctx, 200*time.Millisecond)
@@ -293,7 +333,7 @@ func TestAFreeKeyGoesToTheHeadOnlyWithFIFO(t *testing.T) {
 			caller := value(t, "caller:1")
 			args := protocol.AcquireArgs{Value: caller, TTL: 10 * time.Second, Fencing: true, Identity: "caller:1",
 				Place: time.Minute, FIFO: tt.fifo, Window: time.Second}
-			res, err := s.run(protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
+			res, err := ints(s.run(protocol.AcquireScript, protocol.AcquireKeys(key), args.Argv()...))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -63,8 +63,10 @@ type attempt struct {
 	fence     uint64        // when acquired
 	holderTTL time.Duration // when not acquired: the holder's PTTL
 	// counter is, when not acquired, the key's hand-off counter as the
-	// attempt saw it (protocol 4); -1 when unknown.
+	// attempt saw it (protocol 4); -1 when unknown. history is the
+	// counter's history (protocol 6, protocol.Attempt); "" when unknown.
 	counter int64
+	history string
 	// quarantine is, when not acquired, how long a failover quarantine
 	// still holds grants back (0: none).
 	quarantine time.Duration

@@ -57,8 +57,9 @@ type NotAcquiredError struct {
 	// not count (for example, its validity ran out before it completed).
 	Reason string
 
-	// seen is the attempt's send time and the hand-off counter it saw
-	// (a waiter's record, handoff.go); zero when it did not reach Redis.
+	// seen is the attempt's send time and the hand-off counter it saw,
+	// with the counter's history (a waiter's record, handoff.go); zero
+	// when it did not reach Redis.
 	seen seenAttempt
 }
 

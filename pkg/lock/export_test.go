@@ -24,6 +24,13 @@ func SetNaiveHandOff(t testing.TB) {
 	testNaiveHandOff = true
 }
 
+// SetHistoryBlindHandOff makes waiters compare hand-off counters across
+// histories (protocol 5's rule) for the rest of t.
+func SetHistoryBlindHandOff(t testing.TB) {
+	t.Cleanup(func() { testHistoryBlindHandOff = false })
+	testHistoryBlindHandOff = true
+}
+
 // SetWatchdogWokenHook installs f, run each time a watchdog's loop is
 // woken, for the rest of t.
 func SetWatchdogWokenHook(t testing.TB, f func()) {

@@ -16,18 +16,34 @@ import (
 // after it. The latest "not acquired" attempt alone proves nothing: a
 // notice delayed past its window, or duplicated, may be for an earlier
 // grant after which the waiter's later attempt saw another holder.
+//
+// "Lower" means something only within one history of the counter
+// (protocol 6): the counter goes back when its server restarts from an
+// older snapshot or empty, or a replica is promoted without the last
+// increments, and then climbs through the same values again, for other
+// holders. So every reply and every notice names the counter's history
+// (the server's replication ID, new at every start and promotion), and a
+// waiter compares a notice only with attempts of the notice's own history.
 
-// seenAttempt is one "not acquired" attempt of a waiter: when it was sent
-// and the hand-off counter its reply reported (-1: unknown).
+// seenAttempt is one "not acquired" attempt of a waiter: when it was sent,
+// the hand-off counter its reply reported (-1: unknown) and that counter's
+// history ("": unknown).
 type seenAttempt struct {
 	sent    time.Time
 	counter int64
+	history string
 }
 
 // seenAttempts are a waiter's recent "not acquired" attempts, oldest
-// first. The counter never goes down, so neither does a later attempt's;
-// only the latest attempt per counter value is kept, and only the last few
-// (an older attempt's bound would have run out anyway).
+// first, all of one history: the latest one its replies reported. Within
+// a history the counter never goes down, so neither does a later
+// attempt's; only the latest attempt per counter value is kept, and only
+// the last few (an older attempt's bound would have run out anyway). A
+// reply of another history, or a counter lower than the last one seen (a
+// counter someone set back by hand), forgets every attempt before it: no
+// notice is ever compared with attempts across the change, so a notice
+// from before it (delayed, or duplicated) finds no attempt to count from
+// and its waiter confirms first.
 type seenAttempts struct {
 	list []seenAttempt
 }
@@ -38,24 +54,32 @@ const maxSeenAttempts = 8
 // reported a counter.
 func (s *seenAttempts) add(err error) {
 	var na *NotAcquiredError
-	if !errors.As(err, &na) || na.seen.sent.IsZero() || na.seen.counter < 0 {
+	if !errors.As(err, &na) || na.seen.sent.IsZero() {
 		return
 	}
-	if n := len(s.list); n > 0 && s.list[n-1].counter == na.seen.counter {
-		s.list[n-1] = na.seen
+	seen := na.seen
+	if n := len(s.list); n > 0 && !testHistoryBlindHandOff && (seen.history != s.list[n-1].history || seen.counter < s.list[n-1].counter) {
+		s.list = s.list[:0]
+	}
+	if seen.counter < 0 || (seen.history == "" && !testHistoryBlindHandOff) {
+		return // nothing counts from it, and nothing before it any more
+	}
+	if n := len(s.list); n > 0 && s.list[n-1].counter == seen.counter {
+		s.list[n-1] = seen
 		return
 	}
 	if len(s.list) == maxSeenAttempts {
 		s.list = append(s.list[:0], s.list[1:]...)
 	}
-	s.list = append(s.list, na.seen)
+	s.list = append(s.list, seen)
 }
 
-// before is the send time of the latest attempt that saw a counter lower
-// than counter: it ran before the hand-off that set counter.
-func (s *seenAttempts) before(counter int64) (time.Time, bool) {
+// before is the send time of the latest attempt of history that saw a
+// counter lower than counter: it ran before the hand-off that set counter.
+func (s *seenAttempts) before(counter int64, history string) (time.Time, bool) {
 	for i := len(s.list) - 1; i >= 0; i-- {
-		if testNaiveHandOff || s.list[i].counter < counter {
+		sameHistory := s.list[i].history == history || testHistoryBlindHandOff
+		if testNaiveHandOff || (sameHistory && s.list[i].counter < counter) {
 			return s.list[i].sent, true
 		}
 	}
@@ -89,7 +113,7 @@ func (l *Locker) handedOver(ctx context.Context, t target, c claim, w *waiter, s
 		testHookHandOff(g != nil, false)
 		return nil
 	}
-	sent, ok := seen.before(g.Counter)
+	sent, ok := seen.before(g.Counter, g.History)
 	if !ok {
 		testHookHandOff(true, false)
 		return nil

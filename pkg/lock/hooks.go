@@ -18,6 +18,11 @@ var (
 	// "not acquired" attempt whatever counter that attempt saw: the unsafe
 	// rule TestALateNoticeIsNotALease must catch (SetNaiveHandOff).
 	testNaiveHandOff = false
+	// testHistoryBlindHandOff makes a waiter compare a notice's counter
+	// with its attempts' whatever history each belongs to: protocol 5's
+	// rule, which TestALateNoticeAcrossALostHistoryIsNotALease must catch
+	// (SetHistoryBlindHandOff).
+	testHistoryBlindHandOff = false
 	// testHookGranted runs in a subscription's receive loop before it
 	// handles a "granted" message: a test blocks it to deliver the message
 	// late.

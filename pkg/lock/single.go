@@ -152,23 +152,14 @@ func (s *single) acquire(ctx context.Context, t target, c claim) (attempt, error
 }
 
 func parseAttempt(key string, cmd *redis.Cmd) (attempt, error) {
-	res, err := cmd.Int64Slice()
+	a, err := protocol.ParseAttempt(cmd)
 	switch {
 	case err != nil:
 		return attempt{}, fmt.Errorf("lock: acquire %q: %w", key, err)
-	case len(res) < 2 || len(res) > 4 || res[0] == 1 && len(res) != 2:
-		return attempt{}, fmt.Errorf("lock: acquire %q: unexpected reply %v", key, res)
-	case res[0] == 1:
-		return attempt{acquired: true, fence: uint64(res[1])}, nil //nolint:gosec // G115: acquire.lua returns a fence in [0, 2^53), never negative
+	case a.Acquired:
+		return attempt{acquired: true, fence: a.Fence}, nil
 	}
-	a := attempt{holderTTL: time.Duration(res[1]) * time.Millisecond, counter: -1}
-	if len(res) >= 3 {
-		a.counter = res[2]
-	}
-	if len(res) == 4 {
-		a.quarantine = time.Duration(res[3]) * time.Millisecond
-	}
-	return a, nil
+	return attempt{holderTTL: a.Wait, counter: a.Counter, history: a.History, quarantine: a.Quarantine}, nil
 }
 
 // eval runs call on key's server. Under WithReplicaAck, WAIT follows it

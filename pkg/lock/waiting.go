@@ -311,7 +311,7 @@ func (e *events) released(ch string) {
 	}
 }
 
-// granted handles "granted <digest> [<next>|-] [<counter> <px> [<held>]]":
+// granted handles "granted <digest> [<next>|-] [<counter> <px> h<history> [<held>]]":
 // it wakes the waiter the hand-off chose, when it is in this process,
 // keeping a counted hand-off for it (takeGrant). The waiter named next is
 // now first in line: when it is here, and nothing follows within the
@@ -331,7 +331,10 @@ func (e *events) granted(ch, payload string) {
 	cw.grants++
 	e.stopWatch(cw)
 	if w := cw.byDigest[digest]; w != nil {
-		if g.Counted && (w.grant == nil || g.Counter > w.grant.Counter) {
+		// Within a history the higher counter is the later grant; a
+		// notice of another history replaces the one kept (handedOver
+		// weighs either against the waiter's own attempts).
+		if g.Counted && (w.grant == nil || g.History != w.grant.History || g.Counter > w.grant.Counter) {
 			w.grant = &g
 		}
 		wake(w)

@@ -40,10 +40,10 @@ func naiveCountingWaiter(ctx context.Context, client *redis.Client, key string, 
 	defer tick.Stop()
 	for {
 		sent := Mono()
-		res, err := protocol.AcquireScript.Run(ctx, client, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
+		res, err := protocol.ParseAttempt(protocol.AcquireScript.Run(ctx, client, protocol.AcquireKeys(key), args.Argv()...))
 		switch {
 		case err != nil:
-		case res[0] == 1:
+		case res.Acquired:
 			emit(event{Kind: "error", Error: "naive counting waiter: acquired by an attempt; the scenario wants a late notice"})
 			return 1
 		default:

@@ -32,8 +32,8 @@ func rawHolder(ctx context.Context, t *testing.T, c *redis.Client, key string, t
 		t.Fatal(err)
 	}
 	args := protocol.AcquireArgs{Value: v, TTL: ttl, Fencing: true, Identity: "holder"}
-	res, err := protocol.AcquireScript.Run(ctx, c, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
-	if err != nil || res[0] != 1 {
+	res, err := protocol.ParseAttempt(protocol.AcquireScript.Run(ctx, c, protocol.AcquireKeys(key), args.Argv()...))
+	if err != nil || !res.Acquired {
 		t.Fatalf("the holder's acquire = %v, %v", res, err)
 	}
 	return v

@@ -69,12 +69,12 @@ func naiveLineWaiter(ctx context.Context, client *redis.Client, key string, ttl 
 		return 1
 	}
 	args := protocol.AcquireArgs{Value: value, TTL: ttl, Fencing: true, Identity: id, Place: time.Hour, Window: time.Second}
-	res, err := protocol.AcquireScript.Run(ctx, client, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
+	res, err := protocol.ParseAttempt(protocol.AcquireScript.Run(ctx, client, protocol.AcquireKeys(key), args.Argv()...))
 	if err != nil {
 		emit(event{Kind: "error", Error: err.Error()})
 		return 1
 	}
-	if res[0] == 1 {
+	if res.Acquired {
 		emit(event{Kind: "error", Error: "naive waiter: the key was free; the scenario wants it queued"})
 		return 1
 	}
@@ -103,12 +103,12 @@ func naiveConfirm(ctx context.Context, client *redis.Client, key, id string, arg
 	hold, _ := time.ParseDuration(os.Getenv("HOLD"))
 	args.Queued = true
 	from := Mono()
-	res, err := protocol.AcquireScript.Run(ctx, client, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
-	if err != nil || res[0] != 1 {
+	res, err := protocol.ParseAttempt(protocol.AcquireScript.Run(ctx, client, protocol.AcquireKeys(key), args.Argv()...))
+	if err != nil || !res.Acquired {
 		emit(event{Kind: "error", Error: "naive waiter: its confirmation failed"})
 		return 1
 	}
-	fence := uint64(res[1]) //nolint:gosec // G115: a fence is in [1, 2^53)
+	fence := res.Fence
 	until := from + int64(args.TTL)
 	emit(event{Kind: "holding", Claim: &Claim{Client: id, Key: key, Fence: fence, From: from, Until: until}})
 	time.Sleep(hold)

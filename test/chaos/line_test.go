@@ -99,8 +99,8 @@ func TestLineHeadKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 		args := protocol.AcquireArgs{Value: holder, TTL: 2 * time.Second, Fencing: true, Identity: "holder"}
-		res, err := protocol.AcquireScript.Run(ctx, c, protocol.AcquireKeys(key), args.Argv()...).Int64Slice()
-		if err != nil || res[0] != 1 {
+		res, err := protocol.ParseAttempt(protocol.AcquireScript.Run(ctx, c, protocol.AcquireKeys(key), args.Argv()...))
+		if err != nil || !res.Acquired {
 			t.Fatalf("holder's acquire = %v, %v", res, err)
 		}
 		from := Mono()
@@ -116,7 +116,7 @@ func TestLineHeadKilled(t *testing.T) {
 		if ok, err := protocol.Release(ctx, protocol.Scripts(c), key, holder, protocol.ReleaseArgs{Window: window}); err != nil || !ok {
 			t.Fatalf("release = %v, %v", ok, err)
 		}
-		s.h.Claim(Claim{Client: "holder", Key: key, Fence: uint64(res[1]), From: from, Until: Mono()}) //nolint:gosec // G115: a fence is in [1, 2^53)
+		s.h.Claim(Claim{Client: "holder", Key: key, Fence: res.Fence, From: from, Until: Mono()})
 		// Expected: the 1 s window, then one hold each. Bound: 6 s.
 		s.check("liveness", s.collectClaims(ws[1:], "claim", time.Now().Add(6*time.Second)))
 		if !s.naive {

@@ -1,4 +1,4 @@
--- Acquire (protocols 2 and 4): one round trip, atomic on the server.
+-- Acquire (protocols 2, 4 and 6): one round trip, atomic on the server.
 -- KEYS[1] lock key, KEYS[2] fence counter, KEYS[3] events channel,
 -- KEYS[4] waiting line, KEYS[5] epoch record (lua/epoch.lua)
 -- ARGV[1] value, ARGV[2] ttl (ms), ARGV[3] "1" to increment the fence,
@@ -16,11 +16,12 @@
 -- when off. So this script reads each of them only where it matters, and
 -- a missing flag as off.
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl,
--- counter} when not (pttl -1: the key has no TTL; a semaphore holding the
--- key: when its last permit expires; counter: the hand-off counter as this
--- attempt saw it, lua/fence.lua's fence_seen; a fourth element, the ms
--- left of a failover quarantine, when one holds grants back), or an error
--- with the lock key NOT taken.
+-- counter, quarantine, history} when not (pttl -1: the key has no TTL; a
+-- semaphore holding the key: when its last permit expires; counter: the
+-- hand-off counter as this attempt saw it, lua/fence.lua's fence_seen;
+-- quarantine: the ms left of a failover quarantine that holds grants back,
+-- 0 for none; history: the counter's, lua/fence.lua's fence_history,
+-- protocol 6), or an error with the lock key NOT taken.
 --
 -- A script is atomic against other clients, but Redis does not roll back
 -- its writes when it fails halfway: on an error after the key was taken,
@@ -49,7 +50,7 @@ if held_back > 0 then
   -- A failover quarantine: nothing is granted. A waiter keeps its place
   -- past the quarantine's end, when it tries again.
   if place > 0 then line_join(line, value, place + held_back) end
-  return {0, math.max(redis.call('PTTL', key), held_back), fence_seen(counter), held_back}
+  return fence_not_acquired(counter, math.max(redis.call('PTTL', key), held_back), held_back)
 end
 -- Strict FIFO: a free key goes to the head of the line, not to the caller,
 -- unless the caller is the head.
@@ -67,4 +68,4 @@ if not handed and redis.call('SET', key, value, 'NX', 'PX', ttl) then
   return taken()
 end
 if place > 0 then line_join(line, value, place) end
-return {0, redis.call('PTTL', key), fence_seen(counter)}
+return fence_not_acquired(counter, redis.call('PTTL', key))

@@ -29,13 +29,34 @@ end
 
 -- fence_seen is the counter as a "not acquired" reply reports it (protocol
 -- 4): every hand-off increments it (line.lua), so an attempt that saw a
--- value lower than a hand-off's ran before that hand-off. 0 when missing (a
--- new counter starts above any value read before, as a fence does); -1
--- when it is not an integer (no hand-off can count from such an attempt).
+-- value lower than a hand-off's ran before that hand-off — within one
+-- history (fence_history). 0 when missing (a new counter starts above any
+-- value read before, as a fence does); -1 when it is not an integer (no
+-- hand-off can count from such an attempt).
 local function fence_seen(counter)
   local v = redis.pcall('GET', counter)
   local n = type(v) == 'string' and tonumber(v)
   if v == false then return 0 end
   if not n or n ~= math.floor(n) then return -1 end
   return n
+end
+
+-- fence_history names the history the counter belongs to (protocol 6):
+-- this server's replication ID. A master takes a new one at every start
+-- and every promotion, and the counter can go back only across one of
+-- those (a restart from an older RDB or an emptied disk, a replica promoted
+-- without the last increments): two values of the counter compare only
+-- within one history. A master also takes a new ID when it creates or
+-- frees its replication backlog; a hand-off across that is confirmed
+-- first, nothing worse. '' when the server reports none (nothing counts).
+local function fence_history()
+  return string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)') or ''
+end
+
+-- fence_not_acquired is a "not acquired" reply (protocol 6): {0, ms, the
+-- counter as this attempt saw it, the ms left of a failover quarantine
+-- (0: none), the counter's history}. ms is the holder's PTTL for a lock,
+-- the time until a permit frees for a semaphore.
+local function fence_not_acquired(counter, ms, held_back)
+  return {0, ms, fence_seen(counter), held_back or 0, fence_history()}
 end

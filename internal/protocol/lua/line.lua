@@ -63,16 +63,19 @@ end
 
 -- line_counted gives a hand-off the next value of the key's counter (the
 -- fence counter, lua/fence.lua: protocol 4) and returns the tail of its
--- "granted" message, " <counter> <px>" (and " <held>" when held is given:
--- a semaphore's live permits with this one). A waiter may count its lease
--- from an attempt that saw a lower counter (it ran before this hand-off)
--- plus px, the expiry this hand-off set. '' when the counter cannot be
--- incremented (not an integer): the waiter then confirms first, as before
--- protocol 4. The counter is its fence too.
+-- "granted" message, " <counter> <px> h<history>" (protocol 6: the
+-- counter's history, lua/fence.lua's fence_history) and " <held>" when
+-- held is given (a semaphore's live permits with this one). A waiter may
+-- count its lease from an attempt that saw a lower counter in the same
+-- history (it ran before this hand-off) plus px, the expiry this hand-off
+-- set. '' when the counter cannot be incremented (not an integer): the
+-- waiter then confirms first, as before protocol 4. The counter is its
+-- fence too. A protocol-5 waiter reads the history where it expects held
+-- and confirms first.
 local function line_counted(counter, px, held)
   local g = next_fence(counter)
   if not g then return '', nil end
-  local tail = string.format(' %.0f %d', g, tonumber(px))
+  local tail = string.format(' %.0f %d h%s', g, tonumber(px), fence_history())
   if held then tail = tail .. string.format(' %d', held) end
   return tail, g
 end

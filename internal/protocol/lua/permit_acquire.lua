@@ -10,11 +10,12 @@
 -- Redis Cluster (messages on sharded pub/sub), ARGV[12] and ARGV[13] the
 -- failover quarantine's, as lua/acquire.lua's ARGV[11] and ARGV[12]
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, ms,
--- counter} when not: ms until enough permits expire for one to be free (a
--- lock's PTTL when a lock holds the key, -1 if that has no TTL), and the
--- hand-off counter as this attempt saw it (lua/fence.lua's fence_seen);
--- {0, ms, counter, left} when a failover quarantine holds grants back for
--- left ms more (protocol 5); or an error with no permit taken.
+-- counter, quarantine, history} when not (lua/fence.lua's
+-- fence_not_acquired): ms until enough permits expire for one to be free
+-- (a lock's PTTL when a lock holds the key, -1 if that has no TTL; while a
+-- failover quarantine holds grants back, the ms it has left, which
+-- quarantine reports too), the hand-off counter as this attempt saw it and
+-- its history (protocol 6); or an error with no permit taken.
 local key, counter, channel, line, holders = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local value, ttl = ARGV[1], tonumber(ARGV[2])
 local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
@@ -23,7 +24,7 @@ events_sharded = ARGV[11] == '1'
 
 if permits_is_lock(key) then
   if place > 0 then line_join(line, value, place) end
-  return {0, redis.call('PTTL', key), fence_seen(counter)}
+  return fence_not_acquired(counter, redis.call('PTTL', key))
 end
 local held_back = epoch_check(KEYS[6], ttl, tonumber(ARGV[12] or ''), ARGV[13] == '1')
 local now = permits_now()
@@ -63,7 +64,7 @@ if held_back > 0 then
   -- A failover quarantine: nothing is granted; a waiter keeps its place
   -- past the quarantine's end, when it tries again.
   if place > 0 then line_join(line, value, place + held_back) end
-  return {0, held_back, fence_seen(counter), held_back}
+  return fence_not_acquired(counter, held_back, held_back)
 end
 -- Strict FIFO: free permits go to the head of the line first, not to the
 -- caller, unless the caller is the head.
@@ -86,4 +87,4 @@ if handed then permits_expire(key, holders, now) end
 if place > 0 then line_join(line, value, place) end
 -- count - permits + 1 entries must expire before one permit is free.
 local nth = redis.call('ZRANGE', key, count - permits, count - permits, 'WITHSCORES')[2]
-return {0, tonumber(nth) - now, fence_seen(counter)}
+return fence_not_acquired(counter, tonumber(nth) - now)

@@ -1,0 +1,277 @@
+-- next_fence: the lock's next fencing token (shared by the scripts that
+-- take a lock; prepended to them by internal/protocol/scripts.go).
+--
+-- INCR the counter. A missing counter (new lock, or the server lost its
+-- data) answers 1: it then starts at the server's clock in microseconds,
+-- above every token handed out before unless the clock went back. TIME's
+-- two halves are strings: concatenating keeps the value exact (no float
+-- formatting). Lua numbers are doubles, exact only below 2^53: a token
+-- outside [1, 2^53 - 1] (a counter someone else wrote) is taken back with
+-- DECR, leaving the counter as it was, and refused. A counter that is not
+-- an integer fails INCR, which changes nothing.
+-- Returns the token, or nil and an error reply.
+local function next_fence(counter)
+  local fence = redis.pcall('INCR', counter)
+  if type(fence) == 'table' then return nil, fence end
+  if fence == 1 then
+    local t = redis.call('TIME')
+    redis.call('SET', counter, t[1] .. string.rep('0', 6 - #t[2]) .. t[2])
+    fence = redis.call('INCR', counter)
+  end
+  if fence < 1 or fence > 9007199254740991 then
+    redis.call('DECR', counter)
+    return nil, redis.error_reply('ERR redlease: fence counter ' .. counter ..
+      ' is not an integer below 2^53-1; fix or delete it (the controller raises it back to its floor)')
+  end
+  return fence
+end
+
+
+-- fence_seen is the counter as a "not acquired" reply reports it (protocol
+-- 4): every hand-off increments it (line.lua), so an attempt that saw a
+-- value lower than a hand-off's ran before that hand-off. 0 when missing (a
+-- new counter starts above any value read before, as a fence does); -1
+-- when it is not an integer (no hand-off can count from such an attempt).
+local function fence_seen(counter)
+  local v = redis.pcall('GET', counter)
+  local n = type(v) == 'string' and tonumber(v)
+  if v == false then return 0 end
+  if not n or n ~= math.floor(n) then return -1 end
+  return n
+end
+-- The waiting line of a lock or semaphore (protocol 2; prepended to the
+-- acquire and release scripts by internal/protocol/scripts.go).
+--
+-- LINE is a sorted set of waiters' lock values by arrival (the server's
+-- clock in microseconds when the value first queued). The line expires
+-- as a whole when no waiter has tried again for a place's length; a waiter
+-- that died in it is handed the key (or a permit) once, for the hand-off
+-- window only, and so costs the others that window once.
+
+-- events_sharded is set by a script whose caller runs on Redis Cluster:
+-- messages then go out on sharded pub/sub (SPUBLISH, Redis 7.0 and later),
+-- which stays on the key's shard instead of reaching every node, or on
+-- plain pub/sub where the server does not know SPUBLISH.
+local events_sharded = false
+
+-- events_pcall publishes msg on channel; like redis.pcall it returns an
+-- error reply instead of raising it.
+local function events_pcall(channel, msg)
+  if events_sharded then
+    local sent = redis.pcall('SPUBLISH', channel, msg)
+    -- Redis says "Unknown Redis command called from script", Valkey
+    -- "Unknown command called from script".
+    local err = string.lower(type(sent) == 'table' and sent['err'] or '')
+    if not (string.find(err, 'unknown', 1, true) and string.find(err, 'command', 1, true)) then
+      return sent
+    end
+  end
+  return redis.pcall('PUBLISH', channel, msg)
+end
+
+-- events_publish publishes msg on channel, raising an error as redis.call.
+local function events_publish(channel, msg)
+  local sent = events_pcall(channel, msg)
+  if type(sent) == 'table' then error(sent) end
+  return sent
+end
+
+-- line_join queues value, or keeps its place (and arrival), and keeps the
+-- line for keep ms more.
+local function line_join(line, value, keep)
+  local t = redis.call('TIME')
+  redis.call('ZADD', line, 'NX', t[1] .. string.rep('0', 6 - #t[2]) .. t[2], value)
+  redis.call('PEXPIRE', line, keep)
+end
+
+-- line_identity is the holder identity in a lock value (everything before
+-- its last '/'), nil for a value of another format.
+local function line_identity(value)
+  return string.match(value, '^(.+)/')
+end
+
+-- line_tell publishes msg on the waiter channel of identity (the events
+-- channel followed by '@' and the identity), so that only the processes of
+-- that identity wake. True when a subscriber received it; false when none
+-- did (a waiter of protocol 2, which listens on the events channel only; a
+-- process that died; no identity) or the caller may not publish there (an
+-- ACL that names the events channel only).
+local function line_tell(channel, identity, msg)
+  if not identity then return false end
+  local sent = events_pcall(channel .. '@' .. identity, msg)
+  return type(sent) == 'number' and sent > 0
+end
+
+-- line_counted gives a hand-off the next value of the key's counter (the
+-- fence counter, lua/fence.lua: protocol 4) and returns the tail of its
+-- "granted" message, " <counter> <px>" (and " <held>" when held is given:
+-- a semaphore's live permits with this one). A waiter may count its lease
+-- from an attempt that saw a lower counter (it ran before this hand-off)
+-- plus px, the expiry this hand-off set. '' when the counter cannot be
+-- incremented (not an integer): the waiter then confirms first, as before
+-- protocol 4. The counter is its fence too.
+local function line_counted(counter, px, held)
+  local g = next_fence(counter)
+  if not g then return '', nil end
+  local tail = string.format(' %.0f %d', g, tonumber(px))
+  if held then tail = tail .. string.format(' %d', held) end
+  return tail, g
+end
+
+-- line_grant tells head, a waiter just taken off the head of the line and
+-- handed the key (or a permit), by the SHA-1 of its value (the value is
+-- the ownership proof and is never published), naming the waiter now first
+-- in line too ('-' for none), whose process looks again if the hand-off
+-- goes unconfirmed, and then the hand-off's tail (line_counted).
+-- The message goes to the two waiters' processes (line_tell); when either
+-- had no subscriber there, it goes on the events channel instead, where
+-- every waiting process hears it.
+local function line_grant(channel, line, head, tail)
+  local msg = 'granted ' .. redis.sha1hex(head)
+  local next = redis.call('ZRANGE', line, 0, 0)[1]
+  if next then
+    msg = msg .. ' ' .. redis.sha1hex(next)
+  elseif tail ~= '' then
+    msg = msg .. ' -'
+  end
+  msg = msg .. tail
+  local to = line_identity(head)
+  local told = line_tell(channel, to, msg)
+  if told and next then
+    local after = line_identity(next)
+    if after ~= to then told = line_tell(channel, after, msg) end
+  end
+  if not told then events_publish(channel, msg) end
+end
+
+-- hand_over gives the free lock key to head for window ms, counts the
+-- hand-off with counter, and tells it.
+local function hand_over(key, counter, channel, line, head, window)
+  redis.call('SET', key, head, 'PX', window)
+  line_grant(channel, line, head, line_counted(counter, window))
+end
+-- lock_value reads a lock key (prepended to the lock's acquire, release
+-- and renew scripts by internal/protocol/scripts.go).
+--
+-- A key is a lock (a string) or a semaphore (a sorted set, see
+-- lua/permits.lua), and a lock's caller may meet the other kind on its key:
+-- a DistributedLock whose permits changed while held, two programs
+-- configured differently. GET fails on a sorted set with WRONGTYPE, which
+-- would fail the whole script: a waiter would stop waiting, a waiter
+-- giving up would keep its place, a renewal would report an error instead
+-- of a lost lease.
+
+-- lock_value is K's value, or false when K is missing or holds the other
+-- kind (no lock value can match it). GET through pcall is the type check:
+-- one command, where TYPE then GET would be two on every call.
+local function lock_value(key)
+  local v = redis.pcall('GET', key)
+  if type(v) == 'table' then
+    if string.find(v['err'] or '', 'WRONGTYPE', 1, true) then return false end
+    error(v)
+  end
+  return v
+end
+-- The failover quarantine (protocol 5; prepended to the lock's acquire,
+-- release and renew scripts by internal/protocol/scripts.go).
+--
+-- A key's epoch record (RECORD, a hash beside the key) names the server
+-- that last granted or renewed it: its run ID ('run', new at every start)
+-- and replication ID ('repl', new at every promotion), and the longest
+-- TTL granted or renewed on the key ('ttl', ms). When a script finds
+-- itself on another server than the record names — a promoted replica, a
+-- restart that may have lost writes — leases the record's server granted
+-- may live on in their holders while their keys are gone here: it records
+-- the new epoch and a quarantine ('until', this server's clock in ms),
+-- during which nothing is granted. docs/protocol.md ("Failover
+-- quarantine") argues its length: the longest TTL, plus how long a cut-off
+-- master may still have accepted writes (the caller's CUTOFF: its
+-- min-replicas-max-lag and check period, or its cluster-node-timeout),
+-- plus 2 % of both for the two clocks' drift.
+--
+-- A master also takes a new replication ID, without a failover, when it
+-- creates its replication backlog (its first replica attaches) or frees it
+-- (no replica for repl-backlog-ttl). Both clear master_replid2, which a
+-- promotion sets to the ID it replaced: a new replication ID with the same
+-- run ID and no replid2 is that false alarm, recorded without quarantine.
+
+-- A literal: the library defines this at load, where Redis 7.0 gives
+-- no access to the string library.
+local epoch_no_replid2 = '0000000000000000000000000000000000000000'
+
+-- epoch_now is the server's clock in ms.
+local function epoch_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- epoch_server is this server's run ID, replication ID and replid2.
+local function epoch_server()
+  local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+  local repl = redis.call('INFO', 'replication')
+  return run, string.match(repl, 'master_replid:(%x+)'), string.match(repl, 'master_replid2:(%x+)')
+end
+
+-- epoch_check runs before a script grants or renews under the quarantine
+-- (cutoff, ms, a number: off when nil). ttl (ms) is what this call would
+-- grant or renew; missing_waits says a missing record is a loss (its key
+-- was declared, or its holders opted in) rather than a new key. It records
+-- the epoch and returns the ms left of the quarantine (0: none).
+local function epoch_check(record, ttl, cutoff, missing_waits)
+  if not cutoff then return 0 end
+  local rec = redis.call('HMGET', record, 'run', 'repl', 'ttl', 'until')
+  local run, repl, repl2 = epoch_server()
+  local longest = math.max(tonumber(rec[3]) or 0, ttl)
+  local untill = tonumber(rec[4])
+  local lost = (rec[1] == false and missing_waits) or
+    (rec[1] ~= false and (rec[1] ~= run or (rec[2] ~= repl and repl2 ~= epoch_no_replid2)))
+  if lost then
+    local q = longest + cutoff
+    untill = math.max(untill or 0, epoch_now() + q + math.ceil(q / 50))
+    redis.call('HSET', record, 'run', run, 'repl', repl, 'ttl', longest, 'until', untill)
+  elseif rec[1] ~= run or rec[2] ~= repl or longest > tonumber(rec[3]) then
+    redis.call('HSET', record, 'run', run, 'repl', repl, 'ttl', longest)
+  end
+  if not untill then return 0 end
+  local left = untill - epoch_now()
+  if left > 0 then return left end
+  redis.call('HDEL', record, 'until')
+  return 0
+end
+-- Release (protocols 2 and 4): delete only if the value is ours, and hand
+-- the key to the first waiter in line, counting the hand-off with the fence
+-- counter; a waiter giving up leaves the line.
+-- KEYS[1] lock key, KEYS[2] events channel, KEYS[3] waiting line, KEYS[4]
+-- fence counter, KEYS[5] epoch record (lua/epoch.lua)
+-- ARGV[1] value, ARGV[2] hand-off window (ms), ARGV[3] "1" to announce
+-- "released" when nobody waits, ARGV[4] "1" on Redis Cluster (messages on
+-- sharded pub/sub), ARGV[5] the lock's TTL (ms), ARGV[6] the failover
+-- quarantine's cutoff (ms; '' for no quarantine), ARGV[7] "1" when a
+-- missing epoch record is a loss (protocol 5): a release that would hand
+-- the key over checks the epoch first, and during a quarantine the key is
+-- deleted, handed to nobody, and the waiter keeps its place.
+-- A caller leaves out KEYS[5] and ARGV[5..7] without a quarantine, and the
+-- flags ARGV[3] and [4] when they are off and last (protocol.Release): so
+-- this script reads the epoch record and the TTL only under a quarantine,
+-- and a missing flag as off.
+-- Returns 1 when released, 0 when the key was not ours (a semaphore's
+-- included).
+local key, channel, line, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+events_sharded = ARGV[4] == '1'
+if lock_value(key) ~= ARGV[1] then
+  redis.call('ZREM', line, ARGV[1])
+  return 0
+end
+local popped = redis.call('ZPOPMIN', line)
+local head = popped[1]
+if head and epoch_check(KEYS[5], tonumber(ARGV[5] or '0'), tonumber(ARGV[6] or ''), ARGV[7] == '1') > 0 then
+  redis.call('ZADD', line, popped[2], head)
+  head = nil
+end
+if head then
+  hand_over(key, counter, channel, line, head, ARGV[2])
+else
+  redis.call('DEL', key)
+  if ARGV[3] == '1' then events_publish(channel, 'released') end
+end
+return 1
