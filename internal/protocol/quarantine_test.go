@@ -124,3 +124,36 @@ func TestAQuarantineGrantsNothingAndDisturbsNoHolder(t *testing.T) {
 		}
 	}
 }
+
+// Only grants size the quarantine (protocol 6): a waiter whose TTL is
+// longer than the holder's tries and fails, and the epoch record keeps the
+// holder's TTL, so a failover then quarantines the key for that TTL (plus
+// the cutoff), not the waiter's. Once the waiter holds the key, its TTL is
+// recorded. Protocol 5 recorded every attempt's TTL: a waiter that never
+// held lengthened every later quarantine.
+func TestOnlyGrantsSizeTheQuarantine(t *testing.T) {
+	for _, kind := range []quarantineKind{{"lock", 0}, {"semaphore", 1}} {
+		t.Run(kind.name, func(t *testing.T) {
+			s := newServer(t)
+			const key = "job"
+			q := protocol.Quarantine{On: true, Cutoff: time.Second}
+			if _, err := protocol.RecordEpoch(s.ctx, s.r, key, time.Second, q); err != nil {
+				t.Fatal(err)
+			}
+			recorded := func() string {
+				t.Helper()
+				v, err := s.c.HGet(s.ctx, protocol.EpochKey(key), "ttl").Result()
+				s.must(err)
+				return v
+			}
+			holder, waiter := value(t, "holder:1"), value(t, "waiter:1")
+			expect(t, kind.take(s, key, holder, time.Second, q)[0], 1, "the holder's acquire")
+			expect(t, kind.take(s, key, waiter, time.Minute, q)[0], 0, "the waiter's attempt")
+			expect(t, recorded(), "1000", "the record's TTL after the waiter's attempt")
+
+			expect(t, kind.give(s, key, holder, protocol.ReleaseArgs{Window: time.Second, TTL: time.Second, Quarantine: q}), true, "the holder's release")
+			expect(t, kind.take(s, key, waiter, time.Minute, q)[0], 1, "the waiter confirming its hand-off")
+			expect(t, recorded(), "60000", "the record's TTL once the waiter holds")
+		})
+	}
+}

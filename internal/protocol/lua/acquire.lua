@@ -31,10 +31,12 @@ local key, counter, channel, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value, ttl = ARGV[1], ARGV[2]
 local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
 events_sharded = ARGV[10] == '1'
-local held_back = epoch_check(KEYS[5], tonumber(ttl), tonumber(ARGV[11] or ''), ARGV[12] == '1')
+local cutoff = tonumber(ARGV[11] or '')
+local held_back = epoch_check(KEYS[5], tonumber(ttl), cutoff, ARGV[12] == '1', false)
 
 -- taken runs once the key holds value for ttl.
 local function taken()
+  epoch_granted(KEYS[5], tonumber(ttl), cutoff)
   return lease_taken(ARGV, counter, channel, function() redis.call('DEL', key) end)
 end
 
@@ -60,6 +62,7 @@ if fifo and redis.call('EXISTS', key) == 0 then
   if head and head ~= value then
     redis.call('ZREM', line, head)
     hand_over(key, counter, channel, line, head, ARGV[9])
+    epoch_granted(KEYS[5], tonumber(ARGV[9]), cutoff)
     handed = true
   end
 end

@@ -38,16 +38,28 @@ local function epoch_server()
   return run, string.match(repl, 'master_replid:(%x+)'), string.match(repl, 'master_replid2:(%x+)')
 end
 
+-- epoch_recorded is the longest TTL the record holds once epoch_check ran
+-- (nil without the quarantine): epoch_granted compares with it.
+local epoch_recorded = nil
+
 -- epoch_check runs before a script grants or renews under the quarantine
 -- (cutoff, ms, a number: off when nil). ttl (ms) is what this call would
--- grant or renew; missing_waits says a missing record is a loss (its key
--- was declared, or its holders opted in) rather than a new key. It records
--- the epoch and returns the ms left of the quarantine (0: none).
-local function epoch_check(record, ttl, cutoff, missing_waits)
+-- grant or renew; grants says the call is a grant or a renewal already
+-- (a renewal, a release, the controller's declaration), whose TTL the
+-- record takes at once. An acquisition attempt passes grants false and
+-- calls epoch_granted only when it grants (protocol 6): a waiter that
+-- never holds must not lengthen every later quarantine. missing_waits
+-- says a missing record is a loss (its key was declared, or its holders
+-- opted in) rather than a new key; a missing record is sized by ttl, the
+-- one TTL known then. It records the epoch and returns the ms left of the
+-- quarantine (0: none).
+local function epoch_check(record, ttl, cutoff, missing_waits, grants)
   if not cutoff then return 0 end
   local rec = redis.call('HMGET', record, 'run', 'repl', 'ttl', 'until')
   local run, repl, repl2 = epoch_server()
-  local longest = math.max(tonumber(rec[3]) or 0, ttl)
+  local recorded = tonumber(rec[3])
+  local longest = recorded or ttl
+  if grants then longest = math.max(longest, ttl) end
   local untill = tonumber(rec[4])
   local lost = (rec[1] == false and missing_waits) or
     (rec[1] ~= false and (rec[1] ~= run or (rec[2] ~= repl and repl2 ~= epoch_no_replid2)))
@@ -55,12 +67,21 @@ local function epoch_check(record, ttl, cutoff, missing_waits)
     local q = longest + cutoff
     untill = math.max(untill or 0, epoch_now() + q + math.ceil(q / 50))
     redis.call('HSET', record, 'run', run, 'repl', repl, 'ttl', longest, 'until', untill)
-  elseif rec[1] ~= run or rec[2] ~= repl or longest > tonumber(rec[3]) then
+  elseif rec[1] ~= run or rec[2] ~= repl or longest ~= recorded then
     redis.call('HSET', record, 'run', run, 'repl', repl, 'ttl', longest)
   end
+  epoch_recorded = longest
   if not untill then return 0 end
   local left = untill - epoch_now()
   if left > 0 then return left end
   redis.call('HDEL', record, 'until')
   return 0
+end
+
+-- epoch_granted records ttl (ms) as granted on the record's key, after
+-- epoch_check ran with the same cutoff (nothing without the quarantine).
+local function epoch_granted(record, ttl, cutoff)
+  if not cutoff or ttl <= (epoch_recorded or 0) then return end
+  redis.call('HSET', record, 'ttl', ttl)
+  epoch_recorded = ttl
 end

@@ -5,5 +5,5 @@
 -- Returns {1 when the record was written now else 0, ms of quarantine
 -- left}.
 local created = redis.call('EXISTS', KEYS[1]) == 0
-local left = epoch_check(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1')
+local left = epoch_check(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1', true)
 return {created and 1 or 0, left}

@@ -26,13 +26,15 @@ if permits_is_lock(key) then
   if place > 0 then line_join(line, value, place) end
   return fence_not_acquired(counter, redis.call('PTTL', key))
 end
-local held_back = epoch_check(KEYS[6], ttl, tonumber(ARGV[12] or ''), ARGV[13] == '1')
+local cutoff = tonumber(ARGV[12] or '')
+local held_back = epoch_check(KEYS[6], ttl, cutoff, ARGV[13] == '1', false)
 local now = permits_now()
 permits_purge(key, holders, now)
 
 -- taken runs once value holds a permit until now + ttl, and records its
 -- holder; on an error the permit goes again (lua/taken.lua).
 local function taken()
+  epoch_granted(KEYS[6], ttl, cutoff)
   return lease_taken(ARGV, counter, channel, function()
     redis.call('ZREM', key, value)
     redis.call('HDEL', holders, value)
@@ -75,6 +77,7 @@ if fifo then
     if not head or head == value then break end
     redis.call('ZREM', line, head)
     permits_hand_over(key, counter, holders, channel, line, head, now, window)
+    epoch_granted(KEYS[6], window, cutoff)
     count, handed = count + 1, true
   end
 end

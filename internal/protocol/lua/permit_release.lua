@@ -33,7 +33,7 @@ while count < permits do
   local popped = redis.call('ZPOPMIN', line)
   local head = popped[1]
   if not head then break end
-  if not checked and epoch_check(KEYS[6], tonumber(ARGV[6] or '0'), tonumber(ARGV[7] or ''), ARGV[8] == '1') > 0 then
+  if not checked and epoch_check(KEYS[6], tonumber(ARGV[6] or '0'), tonumber(ARGV[7] or ''), ARGV[8] == '1', true) > 0 then
     redis.call('ZADD', line, popped[2], head)
     break
   end

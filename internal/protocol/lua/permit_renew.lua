@@ -12,7 +12,7 @@ if permits_is_lock(key) then return 0 end
 local now = permits_now()
 local expiry = redis.call('ZSCORE', key, ARGV[1])
 if not expiry or tonumber(expiry) <= now then return 0 end
-epoch_check(KEYS[3], tonumber(ARGV[2]), tonumber(ARGV[3] or ''), ARGV[4] == '1')
+epoch_check(KEYS[3], tonumber(ARGV[2]), tonumber(ARGV[3] or ''), ARGV[4] == '1', true)
 redis.call('ZADD', key, 'XX', now + tonumber(ARGV[2]), ARGV[1])
 permits_expire(key, holders, now)
 return 1

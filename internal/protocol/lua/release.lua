@@ -24,7 +24,7 @@ if lock_value(key) ~= ARGV[1] then
 end
 local popped = redis.call('ZPOPMIN', line)
 local head = popped[1]
-if head and epoch_check(KEYS[5], tonumber(ARGV[5] or '0'), tonumber(ARGV[6] or ''), ARGV[7] == '1') > 0 then
+if head and epoch_check(KEYS[5], tonumber(ARGV[5] or '0'), tonumber(ARGV[6] or ''), ARGV[7] == '1', true) > 0 then
   redis.call('ZADD', line, popped[2], head)
   head = nil
 end

@@ -9,7 +9,7 @@
 -- Returns 1 when extended, 0 when the key was no longer ours (a
 -- semaphore's included).
 if lock_value(KEYS[1]) == ARGV[1] then
-  epoch_check(KEYS[2], tonumber(ARGV[2]), tonumber(ARGV[3] or ''), ARGV[4] == '1')
+  epoch_check(KEYS[2], tonumber(ARGV[2]), tonumber(ARGV[3] or ''), ARGV[4] == '1', true)
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
