@@ -9,7 +9,8 @@ import (
 
 // Attempt is an acquire script's reply (AcquireScript,
 // AcquirePermitScript): {1, fence} when acquired, {0, ms, counter,
-// quarantine, history} when not (lua/fence.lua's fence_not_acquired).
+// quarantine, history, recorded} when not (lua/fence.lua's
+// fence_not_acquired).
 type Attempt struct {
 	// Acquired: the key (or a permit) is the caller's; Fence is then its
 	// fence (0 without fencing).
@@ -28,6 +29,10 @@ type Attempt struct {
 	// Quarantine is how long a failover quarantine still holds grants
 	// back (0: none).
 	Quarantine time.Duration
+	// RecordedTTL is the longest TTL the key's epoch record holds (the
+	// failover quarantine's; 0 without it): what a quarantine after a
+	// failover waits for.
+	RecordedTTL time.Duration
 }
 
 // ParseAttempt reads an acquire script's reply.
@@ -36,18 +41,18 @@ func ParseAttempt(cmd *redis.Cmd) (Attempt, error) {
 	if err != nil {
 		return Attempt{}, err
 	}
-	ints := make([]int64, 0, 4)
+	ints := make([]int64, len(res))
 	for i, v := range res {
 		n, ok := v.(int64)
-		if !ok && i < 4 {
+		if !ok && i != 4 {
 			return Attempt{}, fmt.Errorf("unexpected reply %v", res)
 		}
-		ints = append(ints, n)
+		ints[i] = n
 	}
 	switch {
 	case len(res) == 2 && ints[0] == 1 && ints[1] >= 0:
 		return Attempt{Acquired: true, Fence: uint64(ints[1])}, nil
-	case len(res) != 5 || ints[0] != 0:
+	case len(res) != 6 || ints[0] != 0:
 		return Attempt{}, fmt.Errorf("unexpected reply %v", res)
 	}
 	history, ok := res[4].(string)
@@ -55,5 +60,6 @@ func ParseAttempt(cmd *redis.Cmd) (Attempt, error) {
 		return Attempt{}, fmt.Errorf("unexpected reply %v", res)
 	}
 	return Attempt{Wait: time.Duration(ints[1]) * time.Millisecond, Counter: ints[2],
-		Quarantine: time.Duration(ints[3]) * time.Millisecond, History: history}, nil
+		Quarantine: time.Duration(ints[3]) * time.Millisecond, History: history,
+		RecordedTTL: time.Duration(ints[5]) * time.Millisecond}, nil
 }

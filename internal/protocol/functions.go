@@ -40,9 +40,10 @@ func newScript(name string, readOnly bool, body string, uses ...string) *Script 
 // FunctionName is the script's function in the library.
 func (s *Script) FunctionName() string { return s.function }
 
-// functionPrologue resets events_sharded (lua/line.lua), the one piece
-// variable a script sets: in the library it outlives the call that set it.
-const functionPrologue = "events_sharded = false\n"
+// functionPrologue resets the piece variables a script sets,
+// events_sharded (lua/line.lua) and epoch_recorded (lua/epoch.lua): in the
+// library they outlive the call that set them.
+const functionPrologue = "events_sharded = false\nepoch_recorded = nil\n"
 
 // Library is the source of the library (FUNCTION LOAD): the shared pieces,
 // defined once when the library loads, then each script as a function whose

@@ -119,7 +119,7 @@ func TestProtocol3And4HandOffsSideBySide(t *testing.T) {
 			waiter := value(t, "waiter:1")
 			res := h.take(tt.oldWaiter, waiter, false)
 			expect(t, res[0], 0, "the waiter's attempt on a full key")
-			expect(t, len(res), map[bool]int{true: 2, false: 4}[tt.oldWaiter], "integer fields of the 'not acquired' reply")
+			expect(t, len(res), map[bool]int{true: 2, false: 5}[tt.oldWaiter], "integer fields of the 'not acquired' reply")
 
 			ps := s.c.Subscribe(s.ctx, protocol.EventsChannel(h.key))
 			defer func() { _ = ps.Close() }()
@@ -144,7 +144,7 @@ func TestProtocol3And4HandOffsSideBySide(t *testing.T) {
 					t.Fatalf("the hand-off's counter %d is not above the last fence %d", g.Counter, s.lastFence)
 				}
 				s.lastFence = g.Counter
-				if len(res) == 4 && res[2] >= g.Counter {
+				if len(res) == 5 && res[2] >= g.Counter {
 					t.Fatalf("the waiter's attempt saw counter %d, not below the hand-off's %d", res[2], g.Counter)
 				}
 			}

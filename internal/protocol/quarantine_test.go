@@ -103,7 +103,7 @@ func TestAQuarantineGrantsNothingAndDisturbsNoHolder(t *testing.T) {
 				if !kind.renew(s, key, holder, ttl, tt.q) {
 					t.Fatal("the surviving holder's renewal failed")
 				}
-				if res := kind.take(s, key, waiter, ttl, tt.q); res[0] != 0 || tt.q.On && (len(res) != 4 || res[3] <= 0) {
+				if res := kind.take(s, key, waiter, ttl, tt.q); res[0] != 0 || tt.q.On && (len(res) != 5 || res[3] <= 0) {
 					t.Fatalf("the waiter's attempt = %v, want not acquired (with the quarantine left, under one)", res)
 				}
 				ok := kind.give(s, key, holder, protocol.ReleaseArgs{Window: ttl, TTL: ttl, Quarantine: tt.q})
@@ -148,7 +148,9 @@ func TestOnlyGrantsSizeTheQuarantine(t *testing.T) {
 			}
 			holder, waiter := value(t, "holder:1"), value(t, "waiter:1")
 			expect(t, kind.take(s, key, holder, time.Second, q)[0], 1, "the holder's acquire")
-			expect(t, kind.take(s, key, waiter, time.Minute, q)[0], 0, "the waiter's attempt")
+			res := kind.take(s, key, waiter, time.Minute, q)
+			expect(t, res[0], 0, "the waiter's attempt")
+			expect(t, res[4], 1000, "the recorded TTL its reply reports (a Locker with another TTL warns)")
 			expect(t, recorded(), "1000", "the record's TTL after the waiter's attempt")
 
 			expect(t, kind.give(s, key, holder, protocol.ReleaseArgs{Window: time.Second, TTL: time.Second, Quarantine: q}), true, "the holder's release")

@@ -144,8 +144,8 @@ func sideBySide(t *testing.T, m *mixedKey) {
 	off := protocol.Quarantine{}
 	oldA, newB, oldC := "old-pod:1/a", "new-pod:1/b", "old-pod:2/c"
 	m.expect(m.take(true, oldA, off), 1, "old holder")
-	if res := m.take(false, newB, off); res[0] != 0 || len(res) != 4 || res[3] != 0 {
-		t.Fatalf("new waiter's attempt = %v, want {0, ms, counter, 0} (and its history)", res)
+	if res := m.take(false, newB, off); res[0] != 0 || len(res) != 5 || res[3] != 0 || res[4] != 0 {
+		t.Fatalf("new waiter's attempt = %v, want {0, ms, counter, 0, history, 0}", res)
 	}
 	if m.permits == 0 {
 		if n, err := v4Renew.Run(m.ctx, m.c, []string{m.key}, oldA, 10000).Int(); err != nil || n != 1 {
@@ -175,7 +175,7 @@ func TestAProtocol4ClientIgnoresAQuarantine(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.must(m.c.HSet(m.ctx, protocol.EpochKey(m.key), "run", "promoted-elsewhere").Err())
-	if res := m.take(false, "new-pod:1/d", q); res[0] != 0 || len(res) != 4 {
+	if res := m.take(false, "new-pod:1/d", q); res[0] != 0 || len(res) != 5 {
 		t.Fatalf("new client during the quarantine: %v, want held back", res)
 	}
 	m.expect(m.take(true, "old-pod:1/e", protocol.Quarantine{}), 1, "old client during the quarantine (the documented unsafe grant)")

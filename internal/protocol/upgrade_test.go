@@ -72,7 +72,7 @@ func (s *server) run(script *protocol.Script, keys []string, args ...any) *redis
 }
 
 // ints is an acquire script's reply as integers: an older protocol's as
-// it is, protocol 6's "not acquired" reply without its last element, the
+// it is, protocol 6's "not acquired" reply without its fifth element, the
 // counter's history, which must be there.
 func ints(cmd *redis.Cmd) ([]int64, error) {
 	res, err := cmd.Slice()
@@ -85,7 +85,7 @@ func ints(cmd *redis.Cmd) ([]int64, error) {
 		case int64:
 			out = append(out, v)
 		case string:
-			if i != 4 || i != len(res)-1 || v == "" {
+			if i != 4 || v == "" {
 				return nil, fmt.Errorf("unexpected reply %v", res)
 			}
 		default:

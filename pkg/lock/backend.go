@@ -67,6 +67,9 @@ type attempt struct {
 	// counter's history (protocol 6, protocol.Attempt); "" when unknown.
 	counter int64
 	history string
+	// recordedTTL is, when not acquired under the failover quarantine, the
+	// longest TTL the key's epoch record holds (0: unknown).
+	recordedTTL time.Duration
 	// quarantine is, when not acquired, how long a failover quarantine
 	// still holds grants back (0: none).
 	quarantine time.Duration

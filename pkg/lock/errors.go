@@ -57,6 +57,9 @@ type NotAcquiredError struct {
 	// not count (for example, its validity ran out before it completed).
 	Reason string
 
+	// recordedTTL is the longest TTL the key's epoch record holds (the
+	// failover quarantine's; 0 without it).
+	recordedTTL time.Duration
 	// seen is the attempt's send time and the hand-off counter it saw,
 	// with the counter's history (a waiter's record, handoff.go); zero
 	// when it did not reach Redis.

@@ -191,6 +191,13 @@ func TestALateNoticeAcrossALostHistoryIsNotALease(t *testing.T) {
 				t.Fatal(err)
 			}
 			otherFrom := time.Now()
+			// Fences across the lost history (docs/protocol.md): the
+			// counter went back, so X's fence repeats the one the holder's
+			// second lease had before the loss, with or without the
+			// quarantine.
+			if v.loss != restartEmpty && theirs.Fence() != second.Fence() {
+				t.Fatalf("X's fence %d after the loss, the holder's lost lease had %d: want the same fence again", theirs.Fence(), second.Fence())
+			}
 
 			// W's attempts go on. The first (held at the gate, sent before X
 			// took the key) and the next (sent afterwards) see X; the old

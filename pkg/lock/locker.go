@@ -139,7 +139,7 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 	var (
 		retry   = backoff.Exponential{Min: l.cfg.backoffMin, Max: l.cfg.backoffMax}
 		lastErr error
-		warned  bool
+		warned  warnings
 		line    = l.backend.waitingLine()
 	)
 	key := t.key
@@ -245,7 +245,7 @@ func (l *Locker) try(ctx context.Context, t target, c claim) (lease *Lease, spen
 	}
 	if !a.acquired {
 		return nil, false, &NotAcquiredError{Key: key, HolderTTL: a.holderTTL, Permits: t.permits, Quarantine: a.quarantine,
-			seen: seenAttempt{sent: sent, counter: a.counter, history: a.history}}
+			recordedTTL: a.recordedTTL, seen: seenAttempt{sent: sent, counter: a.counter, history: a.history}}
 	}
 	validUntil := sent.Add(l.cfg.ttl - l.cfg.drift())
 	if !l.cfg.clock.Now().Before(validUntil) {

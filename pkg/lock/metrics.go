@@ -18,6 +18,7 @@ type metrics struct {
 	keysWithoutTTL prometheus.Counter
 	messages       *prometheus.CounterVec // kind
 	quarantined    prometheus.Counter
+	mixedTTLs      prometheus.Counter
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
@@ -56,6 +57,10 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Name: "redlease_lock_quarantined_attempts_total",
 			Help: "Acquire attempts a failover quarantine held back (WithFailoverQuarantine): the key's server changed, and grants wait until the old server's leases have ended.",
 		}),
+		mixedTTLs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "redlease_lock_mixed_ttl_attempts_total",
+			Help: "Acquire attempts (under WithFailoverQuarantine) that found the key's epoch record holding another TTL than this Locker's: the quarantine assumes one TTL per key.",
+		}),
 	}
 	if r == nil {
 		return m, nil
@@ -69,6 +74,7 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 	m.keysWithoutTTL = register(r, m.keysWithoutTTL, &err)
 	m.messages = register(r, m.messages, &err)
 	m.quarantined = register(r, m.quarantined, &err)
+	m.mixedTTLs = register(r, m.mixedTTLs, &err)
 	return m, err
 }
 

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -302,4 +305,64 @@ func replID(ctx context.Context, t *testing.T, s *redistest.Server) string {
 		t.Fatal(err)
 	}
 	return info["master_replid"]
+}
+
+// The quarantine assumes one TTL per key: after a failover that lost the
+// key's epoch record with it, it can wait only for the TTL its next caller
+// brings. A Locker whose TTL differs from the one the record holds says
+// so, once per Acquire call, in a log line and
+// redlease_lock_mixed_ttl_attempts_total; a Locker with the recorded TTL
+// says nothing.
+func TestAMixedTTLIsReported(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		ttl   time.Duration
+		mixed bool
+	}{
+		{"the recorded TTL", quarantineTTL, false},
+		{"a longer TTL", 3 * quarantineTTL, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, admin := startRedis(t)
+			ctx := ctxTimeout(t, 30*time.Second)
+			recordEpoch(ctx, t, admin, "job", false)
+			holder := newLocker(t, srv.Client(t), quarantined(lock.MissingEpochWaits)...)
+			lease, err := holder.TryAcquire(ctx, "job")
+			if err != nil {
+				t.Fatal(err)
+			}
+			releaseAtEnd(t, lease)
+
+			reg := prometheus.NewRegistry()
+			var mu sync.Mutex
+			var lines []string
+			logger := funcr.New(func(_, args string) {
+				mu.Lock()
+				defer mu.Unlock()
+				lines = append(lines, args)
+			}, funcr.Options{})
+			opts := append(quarantined(lock.MissingEpochWaits), lock.WithTTL(tt.ttl), lock.WithMetrics(reg), lock.WithLogger(logger))
+			waiter := newLocker(t, srv.Client(t), opts...)
+			wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond) // two attempts or more
+			defer cancel()
+			if _, err := waiter.Acquire(wctx, "job"); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Acquire on a held key = %v, want the deadline", err)
+			}
+			n := counterSum(t, reg, "redlease_lock_mixed_ttl_attempts_total")
+			mu.Lock()
+			warnings := 0
+			for _, l := range lines {
+				if strings.Contains(l, "another TTL") && strings.Contains(l, `"recordedTTL"="1s"`) {
+					warnings++
+				}
+			}
+			mu.Unlock()
+			if tt.mixed && (n < 2 || warnings != 1) {
+				t.Fatalf("mixed TTLs: %v attempts counted, %d warnings; want every attempt counted (2 or more) and one warning", n, warnings)
+			}
+			if !tt.mixed && (n != 0 || warnings != 0) {
+				t.Fatalf("one TTL: %v attempts counted, %d warnings; want none", n, warnings)
+			}
+		})
+	}
 }

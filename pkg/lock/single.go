@@ -159,7 +159,7 @@ func parseAttempt(key string, cmd *redis.Cmd) (attempt, error) {
 	case a.Acquired:
 		return attempt{acquired: true, fence: a.Fence}, nil
 	}
-	return attempt{holderTTL: a.Wait, counter: a.Counter, history: a.History, quarantine: a.Quarantine}, nil
+	return attempt{holderTTL: a.Wait, counter: a.Counter, history: a.History, quarantine: a.Quarantine, recordedTTL: a.RecordedTTL}, nil
 }
 
 // eval runs call on key's server. Under WithReplicaAck, WAIT follows it

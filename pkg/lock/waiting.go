@@ -18,9 +18,14 @@ import (
 // waiter they concern (released, granted, taken, recheck). Acquire itself,
 // in locker.go, is the loop that calls these.
 
+// warnings are what an Acquire call has warned about already: each once.
+type warnings struct {
+	noTTL, mixedTTL bool
+}
+
 // waitAfter is how long to wait after a failed attempt that returned err,
 // whether the key was held, and false when err ends the wait.
-func (l *Locker) waitAfter(key string, err error, w *waiter, retry *backoff.Exponential, warned *bool) (wait time.Duration, held, ok bool) {
+func (l *Locker) waitAfter(key string, err error, w *waiter, retry *backoff.Exponential, warned *warnings) (wait time.Duration, held, ok bool) {
 	var na *NotAcquiredError
 	switch {
 	case errors.As(err, &na) && na.HolderTTL >= 0:
@@ -30,14 +35,15 @@ func (l *Locker) waitAfter(key string, err error, w *waiter, retry *backoff.Expo
 			l.metrics.quarantined.Inc()
 			l.cfg.logger.Info("the lock's server changed (a failover or a restart): waiting out the failover quarantine", "key", key, "left", na.Quarantine)
 		}
+		l.checkRecordedTTL(key, na.recordedTTL, &warned.mixedTTL)
 		// At least every TTL, so that the waiter keeps its place.
 		return min(na.HolderTTL+backoff.Jitter(l.cfg.backoffMin), l.cfg.ttl), true, true
 	case errors.As(err, &na):
 		// A key without TTL was not written by this library and may
 		// stay forever: back off instead of polling it, and say so.
 		w.spent()
-		if !*warned {
-			*warned = true
+		if !warned.noTTL {
+			warned.noTTL = true
 			l.metrics.keysWithoutTTL.Inc()
 			l.cfg.logger.Info("lock key exists without a TTL (not set by redlease?); backing off until it is deleted", "key", key)
 		}
@@ -46,6 +52,23 @@ func (l *Locker) waitAfter(key string, err error, w *waiter, retry *backoff.Expo
 		return retry.Next(), false, true
 	}
 	return 0, false, false
+}
+
+// checkRecordedTTL warns, once per Acquire call (warned), when the key's
+// epoch record holds another TTL than this Locker's: the quarantine
+// assumes one TTL per key, and after a failover that lost the record with
+// its key it can only wait for the TTL its next caller brings, which may
+// be shorter than a lease the lost server granted (docs/protocol.md).
+func (l *Locker) checkRecordedTTL(key string, recorded time.Duration, warned *bool) {
+	if recorded <= 0 || recorded == l.cfg.ttl {
+		return
+	}
+	l.metrics.mixedTTLs.Inc()
+	if !*warned {
+		*warned = true
+		l.cfg.logger.Info("the lock's key is used with another TTL than this Locker's: a failover quarantine after its epoch record was lost may wait too little; give every client of the key one TTL",
+			"key", key, "ttl", l.cfg.ttl, "recordedTTL", recorded)
+	}
 }
 
 // nextClaim is the claim for the attempt after a failed one: c with a new

@@ -16,12 +16,13 @@
 -- when off. So this script reads each of them only where it matters, and
 -- a missing flag as off.
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl,
--- counter, quarantine, history} when not (pttl -1: the key has no TTL; a
+-- counter, quarantine, history, recorded} when not (pttl -1: the key has no TTL; a
 -- semaphore holding the key: when its last permit expires; counter: the
 -- hand-off counter as this attempt saw it, lua/fence.lua's fence_seen;
 -- quarantine: the ms left of a failover quarantine that holds grants back,
--- 0 for none; history: the counter's, lua/fence.lua's fence_history,
--- protocol 6), or an error with the lock key NOT taken.
+-- 0 for none; history: the counter's, lua/fence.lua's fence_history;
+-- recorded: the longest TTL the epoch record holds, 0 without the
+-- quarantine: protocol 6), or an error with the lock key NOT taken.
 --
 -- A script is atomic against other clients, but Redis does not roll back
 -- its writes when it fails halfway: on an error after the key was taken,
@@ -52,7 +53,7 @@ if held_back > 0 then
   -- A failover quarantine: nothing is granted. A waiter keeps its place
   -- past the quarantine's end, when it tries again.
   if place > 0 then line_join(line, value, place + held_back) end
-  return fence_not_acquired(counter, math.max(redis.call('PTTL', key), held_back), held_back)
+  return fence_not_acquired(counter, math.max(redis.call('PTTL', key), held_back), held_back, epoch_recorded)
 end
 -- Strict FIFO: a free key goes to the head of the line, not to the caller,
 -- unless the caller is the head.
@@ -71,4 +72,4 @@ if not handed and redis.call('SET', key, value, 'NX', 'PX', ttl) then
   return taken()
 end
 if place > 0 then line_join(line, value, place) end
-return fence_not_acquired(counter, redis.call('PTTL', key))
+return fence_not_acquired(counter, redis.call('PTTL', key), 0, epoch_recorded)

@@ -55,8 +55,9 @@ end
 
 -- fence_not_acquired is a "not acquired" reply (protocol 6): {0, ms, the
 -- counter as this attempt saw it, the ms left of a failover quarantine
--- (0: none), the counter's history}. ms is the holder's PTTL for a lock,
--- the time until a permit frees for a semaphore.
-local function fence_not_acquired(counter, ms, held_back)
-  return {0, ms, fence_seen(counter), held_back or 0, fence_history()}
+-- (0: none), the counter's history, the longest TTL the key's epoch
+-- record holds (lua/epoch.lua; 0 without the quarantine)}. ms is the
+-- holder's PTTL for a lock, the time until a permit frees for a semaphore.
+local function fence_not_acquired(counter, ms, held_back, recorded)
+  return {0, ms, fence_seen(counter), held_back or 0, fence_history(), recorded or 0}
 end

@@ -10,7 +10,7 @@
 -- Redis Cluster (messages on sharded pub/sub), ARGV[12] and ARGV[13] the
 -- failover quarantine's, as lua/acquire.lua's ARGV[11] and ARGV[12]
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, ms,
--- counter, quarantine, history} when not (lua/fence.lua's
+-- counter, quarantine, history, recorded} when not (lua/fence.lua's
 -- fence_not_acquired): ms until enough permits expire for one to be free
 -- (a lock's PTTL when a lock holds the key, -1 if that has no TTL; while a
 -- failover quarantine holds grants back, the ms it has left, which
@@ -66,7 +66,7 @@ if held_back > 0 then
   -- A failover quarantine: nothing is granted; a waiter keeps its place
   -- past the quarantine's end, when it tries again.
   if place > 0 then line_join(line, value, place + held_back) end
-  return fence_not_acquired(counter, held_back, held_back)
+  return fence_not_acquired(counter, held_back, held_back, epoch_recorded)
 end
 -- Strict FIFO: free permits go to the head of the line first, not to the
 -- caller, unless the caller is the head.
@@ -90,4 +90,4 @@ if handed then permits_expire(key, holders, now) end
 if place > 0 then line_join(line, value, place) end
 -- count - permits + 1 entries must expire before one permit is free.
 local nth = redis.call('ZRANGE', key, count - permits, count - permits, 'WITHSCORES')[2]
-return fence_not_acquired(counter, tonumber(nth) - now)
+return fence_not_acquired(counter, tonumber(nth) - now, 0, epoch_recorded)
