@@ -14,11 +14,14 @@ import (
 
 // naiveCountingWaiter waits in key's line with the protocol's own scripts,
 // trying again every 100 ms, and counts a hand-off (protocol 4) from its
-// latest "not acquired" attempt, whatever counter that attempt saw: the
-// rule DESIGN §10.1 forbids. On the counted "granted" message naming it, it
-// reports "holding" with the claim that rule gives (its latest attempt's
-// send + the hand-off's expiry − drift) and exits.
-func naiveCountingWaiter(ctx context.Context, client *redis.Client, key string, ttl time.Duration) int {
+// latest "not acquired" attempt, whatever counter that attempt saw (the
+// rule DESIGN §10.1 forbids), or with historyBlind from its latest attempt
+// that saw a lower counter than the hand-off's, whatever the counter's
+// history (protocol 5's rule, which a counter that went back defeats). On
+// the counted "granted" message naming it, it reports "holding" with the
+// claim its rule gives (that attempt's send + the hand-off's expiry −
+// drift) and exits.
+func naiveCountingWaiter(ctx context.Context, client *redis.Client, key string, ttl time.Duration, historyBlind bool) int {
 	id := "naive-" + strconv.Itoa(os.Getpid())
 	value, err := protocol.NewValue(id)
 	if err != nil {
@@ -34,7 +37,8 @@ func naiveCountingWaiter(ctx context.Context, client *redis.Client, key string, 
 	}
 	msgs := ps.Channel() // reconnects on its own
 	args := protocol.AcquireArgs{Value: value, TTL: ttl, Fencing: true, Identity: id, Place: time.Hour, Window: time.Second}
-	var latest int64 // Mono() when the latest "not acquired" attempt was sent
+	type attempt struct{ sent, counter int64 }
+	var attempts []attempt // "not acquired" attempts: Mono() when sent, the counter seen
 	want := protocol.ValueDigest(value)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -47,7 +51,7 @@ func naiveCountingWaiter(ctx context.Context, client *redis.Client, key string, 
 			emit(event{Kind: "error", Error: "naive counting waiter: acquired by an attempt; the scenario wants a late notice"})
 			return 1
 		default:
-			latest = sent
+			attempts = append(attempts, attempt{sent, res.Counter})
 		}
 		args.Queued = true
 		select {
@@ -58,8 +62,17 @@ func naiveCountingWaiter(ctx context.Context, client *redis.Client, key string, 
 			if kind != "granted" || g.Digest != want || !g.Counted {
 				continue
 			}
+			var start int64
+			for _, a := range attempts {
+				if !historyBlind || a.counter < g.Counter {
+					start = a.sent
+				}
+			}
+			if start == 0 {
+				continue
+			}
 			from := Mono()
-			until := latest + int64(g.PX) - int64(g.PX)/100 - int64(2*time.Millisecond)
+			until := start + int64(g.PX) - int64(g.PX)/100 - int64(2*time.Millisecond)
 			emit(event{Kind: "holding", Claim: &Claim{Client: id, Key: key, Fence: uint64(g.Counter), From: from, Until: until}}) //nolint:gosec // G115: ParseGrant keeps a positive counter
 			return 0
 		}

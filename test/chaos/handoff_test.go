@@ -208,3 +208,102 @@ func TestAWaiterKilledRightAfterTheGrant(t *testing.T) {
 		s.check("S1", Overlaps(s.h.Claims()))
 	})
 }
+
+// A hand-off's notice delayed across a restart from an older snapshot
+// (issue 39), with the waiter in a helper process: the server saves while
+// a holder holds, the holder releases and takes the key again, the waiter
+// queues and is stopped with its subscription cut, the release hands it
+// the key (the test keeps a copy of the notice), and the server restarts
+// from the snapshot: the hand-off and the increments before it are lost.
+// Another client takes the key on the new history; the waiter, resumed,
+// tries again and sees it at a counter below the old notice's. Then the
+// old notice arrives, twice. redlease: the waiter's attempts since the
+// restart are of another history than the notice's, so it confirms first,
+// fails and waits: S1 holds. Naive: a waiter with protocol 5's rule (the
+// latest attempt that saw a lower counter, whatever its history) counts
+// from its attempt that saw the other holder and holds beside it: S1
+// catches it.
+func TestALateNoticeAcrossARestartFromAnOlderSnapshot(t *testing.T) {
+	variants(t, "redlease", "naive waiter comparing counters across histories", time.Minute, func(t *testing.T, s *scenario) {
+		srv := redistest.StartStandalone(t)
+		c := srv.Client(t)
+		ctx := s.ctx
+		const key = "late-across-restart"
+		holder := rawHolder(ctx, t, c, key, 2*time.Second)
+		if err := c.Save(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := protocol.Release(ctx, protocol.Scripts(c), key, holder, protocol.ReleaseArgs{Window: time.Second}); err != nil || !ok {
+			t.Fatalf("release = %v, %v", ok, err)
+		}
+		holder = rawHolder(ctx, t, c, key, 2*time.Second) // a grant the restart takes back
+		role := "line-waiter"
+		if s.naive {
+			role = "history-blind-waiter"
+		}
+		env := map[string]string{"REDIS": srv.Addr(), "KEY": key, "TTL": "2s", "HOLD": "50ms", "ROUNDS": "1"}
+		w := queueHelpers(t, c, key, 1, role, env)[0]
+		identity := map[bool]string{false: "waiter-", true: "naive-"}[s.naive] + strconv.Itoa(w.cmd.Process.Pid)
+		waiterChannel := protocol.WaiterChannel(key, identity)
+		waitSubscribed(ctx, t, c, waiterChannel)
+		time.Sleep(200 * time.Millisecond) // its attempt once subscribed has run
+
+		w.signal(syscall.SIGSTOP)
+		if err := c.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+			t.Fatal(err)
+		}
+		capture := c.Subscribe(ctx, waiterChannel)
+		if _, err := capture.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := protocol.Release(ctx, protocol.Scripts(c), key, holder, protocol.ReleaseArgs{Window: time.Second}); err != nil || !ok {
+			t.Fatalf("release = %v, %v", ok, err)
+		}
+		notice, err := capture.ReceiveMessage(ctx)
+		if err != nil || !strings.HasPrefix(notice.Payload, "granted ") {
+			t.Fatalf("the notice = %v, %v", notice, err)
+		}
+		_ = capture.Close()
+
+		srv.Kill() // no save: the restart brings back the older snapshot
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		c = srv.Client(t)
+		other := newLocker(t, srv.Client(t), lock.WithTTL(2*time.Second), lock.WithIdentity("other"))
+		lease, err := other.Acquire(ctx, key) // after the snapshot's holder key expires
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := Mono()
+		g := protocol.ParseGrant(strings.TrimPrefix(notice.Payload, "granted "))
+		if lease.Fence() >= uint64(g.Counter) { //nolint:gosec // G115: ParseGrant keeps a positive counter
+			t.Fatalf("the new holder's fence %d is not below the lost hand-off's %d: the counter did not go back", lease.Fence(), g.Counter)
+		}
+		w.signal(syscall.SIGCONT)
+		deadline := time.Now().Add(5 * time.Second)
+		// Its subscription is back, and its next attempt saw the other
+		// holder (it queued again: the line was lost with the history).
+		for c.ZCard(ctx, protocol.LineKey(key)).Val() == 0 || c.PubSubNumSub(ctx, waiterChannel).Val()[waiterChannel] == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the resumed waiter did not subscribe and try again within 5s")
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond) // a naive waiter's attempt after its subscription
+		for range 2 {
+			if err := c.Publish(ctx, waiterChannel, notice.Payload).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(500 * time.Millisecond) // the other client holds on
+		if err := s.release("other", lease, from); err != nil {
+			t.Fatalf("the other client's release: %v", err)
+		}
+		kind := map[bool]string{false: "claim", true: "holding"}[s.naive]
+		if vs := s.collectClaims([]*helper{w}, kind, time.Now().Add(10*time.Second)); len(vs) > 0 {
+			t.Fatal(vs[0])
+		}
+		s.check("S1", Overlaps(s.h.Claims()))
+	})
+}

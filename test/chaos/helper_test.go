@@ -125,7 +125,9 @@ func runHelper(role string) int {
 	case "naive-line-waiter":
 		return naiveLineWaiter(ctx, client, key, ttl)
 	case "naive-counting-waiter":
-		return naiveCountingWaiter(ctx, client, key, ttl)
+		return naiveCountingWaiter(ctx, client, key, ttl, false)
+	case "history-blind-waiter":
+		return naiveCountingWaiter(ctx, client, key, ttl, true)
 	case "permit-loop":
 		return permitLoop(ctx, client, key, ttl)
 	case "naive-counter-loop":
