@@ -83,7 +83,7 @@ type DistributedLockSpec struct {
 	// the event channel {key}:events, so that all three hash to one Redis
 	// Cluster slot. Absent ⇒ "<namespace>/<name>" of this resource. On a
 	// ClusterLockStore with isolation ACL the effective key is
-	// "<namespace>/<key>" (see status.key and EffectiveKey).
+	// "<namespace>/<key>" (status.key shows the effective key).
 	// No whitespace or control characters, no '{' or '}', at most 512 bytes.
 	// Immutable (setting or removing it too).
 	// +optional
@@ -105,8 +105,8 @@ type DistributedLockSpec struct {
 	TTL *metav1.Duration `json:"ttl,omitempty"`
 
 	// renewInterval is the watchdog's renewal period. Absent ⇒ ttl/3.
-	// At least 10ms, and 2 × renewInterval ≤ 0.99 × ttl − 2ms (see
-	// MaxRenewInterval): a renewal that fails once can be retried before
+	// At least 10ms, and 2 × renewInterval ≤ 0.99 × ttl − 2ms, so that
+	// a renewal that fails once can be retried before
 	// the lease's local validity (ttl minus the library's default clock
 	// drift allowance, 1% + 2ms) runs out.
 	// +optional
@@ -148,12 +148,13 @@ type DistributedLockSpec struct {
 	// hands the lock to the first pod waiting in the key's Redis-side line
 	// (no herd, arrival order), and only a lock freed by expiry (its holder
 	// died) goes to whichever pod asks first. FIFO: that one goes to the
-	// first in line too (lock.WithFIFO; not with Redlock). Absent ⇒ Default.
+	// first in line too (the library's FIFO option; not with Redlock).
+	// Absent ⇒ Default.
 	// +optional
 	Fairness Fairness `json:"fairness,omitempty"`
 
 	// permits is how many holders the lock allows at once: 1 is a lock;
-	// more make it a semaphore (lock.Locker.Semaphore in the library,
+	// more make it a semaphore (a semaphore in the library,
 	// lockctl run with it), whose every holder has a lease of its own and
 	// a fence from the lock's one counter, above every fence before.
 	// Lowering it revokes nothing: new holders wait until fewer than it
@@ -253,7 +254,8 @@ type DistributedLockStatus struct {
 	// conditions: Ready, EndpointsResolved, ReplicationGuarded
 	// (Replicated, Sentinel, Cluster), QuorumAvailable (Redlock),
 	// Preflight and FailoverQuarantine (with
-	// spec.safety.failoverQuarantine). See conditions.go for the reasons.
+	// spec.safety.failoverQuarantine). docs/operator.md ("Conditions and
+	// troubleshooting") lists every reason and what to do about it.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -262,7 +264,9 @@ type DistributedLockStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 
-	// key is the lock's effective Redis key (see EffectiveKey); the holder
+	// key is the lock's effective Redis key: spec.key or
+	// "<namespace>/<name>", prefixed with "<namespace>/" on a
+	// ClusterLockStore with isolation ACL. The holder
 	// and fenceHighWater belong to it. Pods treat a lock without it as not
 	// Ready.
 	// +optional
@@ -378,10 +382,12 @@ type FailoverQuarantineStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=dlock,categories=redlease
+// +kubebuilder:printcolumn:name="StoreKind",type=string,JSONPath=`.spec.storeRef.kind`
 // +kubebuilder:printcolumn:name="Store",type=string,JSONPath=`.spec.storeRef.name`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.connection.mode`
 // +kubebuilder:printcolumn:name="Key",type=string,JSONPath=`.status.key`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Holder",type=string,JSONPath=`.status.holder.identity`
 // +kubebuilder:printcolumn:name="Fence",type=integer,JSONPath=`.status.holder.fence`
 // +kubebuilder:printcolumn:name="Permits",type=integer,JSONPath=`.status.permits`
@@ -389,6 +395,7 @@ type FailoverQuarantineStatus struct {
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.holder.node`,priority=1
 // +kubebuilder:printcolumn:name="TTL",type=string,JSONPath=`.spec.ttl`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 
 // DistributedLock is a lock on Redis that workloads acquire with the
 // redlease library or lockctl; the controller checks and reports the

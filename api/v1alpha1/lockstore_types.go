@@ -223,8 +223,10 @@ type LockStoreStatus struct {
 // +kubebuilder:resource:shortName=lstore,categories=redlease
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.redis.mode`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Master",type=string,JSONPath=`.status.master`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 
 // LockStore is a Redis deployment that a team owns and the DistributedLocks
 // of its namespace use through spec.storeRef.
@@ -259,8 +261,10 @@ type LockStoreList struct {
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.redis.mode`
 // +kubebuilder:printcolumn:name="Isolation",type=string,JSONPath=`.spec.tenants.isolation`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Tenants",type=integer,JSONPath=`.status.tenants`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 
 // ClusterLockStore is a Redis deployment that a platform team owns and
 // shares with the namespaces it selects; under isolation ACL each

@@ -583,8 +583,8 @@ func TestStoresStatusAndPrinterColumns(t *testing.T) {
 	writeStoreStatus(t, env.Client, ls, &ls.Status, storeStatus)
 	t.Run("LockStore columns", func(t *testing.T) {
 		checkPrinterColumns(t, env.Config, "namespaces/"+ns+"/lockstores/"+ls.Name,
-			[]string{"NAME", "MODE", "READY", "MASTER", "AGE"},
-			[]any{ls.Name, "Replicated", "True", "10.0.0.7:6379"})
+			[]string{"NAME", "MODE", "READY", "REASON", "MASTER", "AGE", "MESSAGE"},
+			[]any{ls.Name, "Replicated", "True", "Available", "10.0.0.7:6379", anyCell, "ok"})
 	})
 
 	cls := &v1alpha1.ClusterLockStore{
@@ -602,8 +602,8 @@ func TestStoresStatusAndPrinterColumns(t *testing.T) {
 	writeStoreStatus(t, env.Client, cls, &cls.Status, storeStatus)
 	t.Run("ClusterLockStore columns", func(t *testing.T) {
 		checkPrinterColumns(t, env.Config, "clusterlockstores/"+cls.Name,
-			[]string{"NAME", "MODE", "ISOLATION", "READY", "TENANTS", "AGE"},
-			[]any{cls.Name, "Sentinel", "ACL", "True", float64(12)})
+			[]string{"NAME", "MODE", "ISOLATION", "READY", "REASON", "TENANTS", "AGE", "MESSAGE"},
+			[]any{cls.Name, "Sentinel", "ACL", "True", "Available", float64(12), anyCell, "ok"})
 	})
 
 	dl := &v1alpha1.DistributedLock{
@@ -630,8 +630,8 @@ func TestStoresStatusAndPrinterColumns(t *testing.T) {
 	}
 	t.Run("DistributedLock on a store columns", func(t *testing.T) {
 		checkPrinterColumns(t, env.Config, "namespaces/"+ns+"/distributedlocks/"+dl.Name,
-			[]string{"NAME", "STORE", "MODE", "KEY", "READY", "HOLDER", "FENCE", "PERMITS", "HELD", "NODE", "TTL", "AGE"},
-			[]any{dl.Name, cls.Name, "Sentinel", ns + "/payouts/batch", "True", nil, nil, float64(3), float64(2), nil, "30s"})
+			[]string{"NAME", "STOREKIND", "STORE", "MODE", "KEY", "READY", "REASON", "HOLDER", "FENCE", "PERMITS", "HELD", "NODE", "TTL", "AGE", "MESSAGE"},
+			[]any{dl.Name, "ClusterLockStore", cls.Name, "Sentinel", ns + "/payouts/batch", "True", "Available", nil, nil, float64(3), float64(2), nil, "30s", anyCell, "ok"})
 	})
 }
 
