@@ -13,18 +13,19 @@ import (
 
 // newAcquireCommand holds the lock for a while: for trying things out, and
 // for seeing what waiters do.
-func newAcquireCommand(stdout io.Writer) *cobra.Command {
+func newAcquireCommand(stdout io.Writer, log *redisLog) *cobra.Command {
 	var (
 		target targetFlags
 		hold   time.Duration
-		wait   waitFlag
+		wait   waitFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "acquire (--lock NAMESPACE/NAME | --redis URL --key K) [--hold D] [--wait D]",
-		Short: "Debugging: take the lock, hold it (renewed) for --hold or until interrupted, release it",
-		Args:  usage(cobra.NoArgs),
+		Use:     "acquire (--lock NAMESPACE/NAME | --redis URL --key K) [--hold D] [--wait D] [--conflict-exit-code N] [--unavailable-exit-code N]",
+		Short:   "Debugging: take the lock, hold it (renewed) for --hold or until interrupted, release it",
+		Args:    usage(cobra.NoArgs),
+		PreRunE: func(*cobra.Command, []string) error { return wait.codes.validate() },
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := takeLock(cmd, &target, wait)
+			s, err := takeLock(cmd, &target, wait, log)
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/redlease/redlease/internal/version"
@@ -15,6 +17,7 @@ import (
 
 // NewCommand returns the lockctl command tree writing to stdout and stderr.
 func NewCommand(stdout, stderr io.Writer) *cobra.Command {
+	var verbosity int
 	root := &cobra.Command{
 		Use:   "lockctl",
 		Short: "Distributed locks on Redis, from the command line",
@@ -27,17 +30,24 @@ rbac' prints the Role a pod needs for its locks, 'lockctl version' the
 versions of lockctl and of what the cluster serves.
 
 Exit codes: 0 success; 1 error (check: a check did not pass); 2 usage;
-3 lock held (--wait ran out); 4 lease lost while the command ran;
-5 DistributedLock not Ready; 127 command not found; otherwise the
-command's own exit code (128+N when killed by signal N).`,
+3 lock held (--wait ran out; --conflict-exit-code); 4 lease lost while
+the command ran; 5 DistributedLock not Ready; 6 Redis unreachable, not
+answering or refusing (--unavailable-exit-code); 127 command not found;
+otherwise the command's own exit code (128+N when killed by signal N).`,
 		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	log := &redisLog{w: stderr}
+	root.PersistentFlags().CountVarP(&verbosity, "verbose", "v", "verbosity: -v writes every line go-redis logs (default: one line per Redis problem, naming the lock)")
+	root.PersistentPreRun = func(*cobra.Command, []string) {
+		log.verbose = verbosity > 0
+		redis.SetLogger(log)
+	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exit(ExitUsage, err) })
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(stderr), newStatusCommand(stdout), newAcquireCommand(stdout), newInstallCommand(stdout), newCheckCommand(stdout), newRBACCommand(stdout), newVersionCommand(stdout), newControllerUserCommand(stdout))
+	root.AddCommand(newRunCommand(stderr, log), newStatusCommand(stdout, log), newAcquireCommand(stdout, log), newInstallCommand(stdout), newCheckCommand(stdout), newRBACCommand(stdout), newVersionCommand(stdout), newControllerUserCommand(stdout))
 	return root
 }
 
@@ -49,7 +59,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := exitCodeFor(err)
 	var ee *exitError
 	if err != nil && (!errors.As(err, &ee) || ee.err != nil) {
-		printf(stderr, "lockctl: %v\n", err)
+		// One line: errors joined by the library (a wait's end and its
+		// last attempt's error) are separated by newlines.
+		printf(stderr, "lockctl: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return code
 }

@@ -15,18 +15,24 @@ import (
 	"github.com/redlease/redlease/pkg/lock"
 )
 
-func newRunCommand(stderr io.Writer) *cobra.Command {
+func newRunCommand(stderr io.Writer, log *redisLog) *cobra.Command {
 	var (
 		target    targetFlags
-		wait      waitFlag
+		wait      waitFlags
 		grace     time.Duration
 		readyAddr string
 	)
 	cmd := &cobra.Command{
-		Use:   "run (--lock NAMESPACE/NAME | --redis URL --key K [--permits N]) [--wait D] [--ready-addr ADDR] -- COMMAND [ARGS...]",
+		Use:   "run (--lock NAMESPACE/NAME | --redis URL --key K [--permits N]) [--wait D] [--conflict-exit-code N] [--unavailable-exit-code N] [--ready-addr ADDR] -- COMMAND [ARGS...]",
 		Short: "Run a command while holding the lock",
 		Long: `Acquire the lock, run COMMAND while the lease is renewed, release it when
 COMMAND exits, and exit with COMMAND's exit code.
+
+Without the lock, lockctl exits 3 when another holder kept it until --wait
+ran out (or at once with --wait 0), 6 when Redis could not be reached, did
+not answer or refused (auth, ACL), 5 when the DistributedLock is not Ready;
+--conflict-exit-code and --unavailable-exit-code choose other codes for
+the first two, so that COMMAND's own codes never collide with them.
 
 COMMAND gets LOCK_KEY, LOCK_FENCE (pass it to the store you write to, so it
 can refuse a stale holder) and LOCK_HOLDER in its environment — never the
@@ -54,7 +60,8 @@ without code changes. Without --wait, a standby waits until it is stopped.`,
   lockctl run --redis redis://localhost:6379 --key reports --ttl 30s -- make report
   lockctl run --lock shop/checkout-leader --ready-addr :8090 -- /app/checkout
   lockctl run --redis redis://localhost:6379 --key exports --permits 3 -- ./export   # at most 3 at once`,
-		Args: usage(cobra.MinimumNArgs(1)),
+		Args:    usage(cobra.MinimumNArgs(1)),
+		PreRunE: func(*cobra.Command, []string) error { return wait.codes.validate() },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() != 0 {
 				return exit(ExitUsage, errors.New("put the command after --, e.g. lockctl run --lock ns/name -- ./job"))
@@ -69,7 +76,7 @@ without code changes. Without --wait, a standby waits until it is stopped.`,
 				}
 				defer ready.close()
 			}
-			s, err := takeLock(cmd, &target, wait)
+			s, err := takeLock(cmd, &target, wait, log)
 			if err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package lockctl
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/redlease/redlease/pkg/kube"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -20,11 +18,16 @@ import (
 // it the key expires with its TTL.
 const releaseTimeout = 5 * time.Second
 
-// waitFlag is --wait: how long a command waits for the lock.
-type waitFlag struct{ d time.Duration }
+// waitFlags are --wait, how long a command waits for the lock, and the
+// exit codes of a wait that fails.
+type waitFlags struct {
+	d     time.Duration
+	codes exitCodes
+}
 
-func (w *waitFlag) register(fs *pflag.FlagSet) {
+func (w *waitFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&w.d, "wait", 0, "how long to wait for the lock; 0 fails at once if it is held (default: wait until interrupted)")
+	w.codes.register(fs)
 }
 
 // stopSignals are the signals that ask lockctl to stop: they cancel the wait
@@ -33,18 +36,19 @@ func (w *waitFlag) register(fs *pflag.FlagSet) {
 // would kill lockctl and leave its child running.
 var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
-// session is a command's hold on a lock: the lock it opened, the lease, and
-// the stopSignals received.
+// session is a command's hold on a lock: the lock it opened, the lease, the
+// stopSignals received, and the exit codes of a failed wait.
 type session struct {
 	*locker
 	lease   *lock.Lease
 	signals chan os.Signal
+	codes   exitCodes
 }
 
-// takeLock opens the target and acquires as --wait says. The caller closes
-// the session.
-func takeLock(cmd *cobra.Command, target *targetFlags, wait waitFlag) (*session, error) {
-	s := &session{signals: make(chan os.Signal, 4)}
+// takeLock opens the target and acquires as --wait says; go-redis's log
+// lines name the lock from then on. The caller closes the session.
+func takeLock(cmd *cobra.Command, target *targetFlags, wait waitFlags, log *redisLog) (*session, error) {
+	s := &session{signals: make(chan os.Signal, 4), codes: wait.codes}
 	signal.Notify(s.signals, stopSignals...)
 	l, err := target.open(cmd.Context())
 	if err != nil {
@@ -52,6 +56,7 @@ func takeLock(cmd *cobra.Command, target *targetFlags, wait waitFlag) (*session,
 		return nil, err
 	}
 	s.locker = l
+	log.naming(l.Key())
 	if s.lease, err = s.acquire(cmd.Context(), cmd.Flags().Changed("wait"), wait.d); err != nil {
 		s.close()
 		return nil, err
@@ -61,30 +66,35 @@ func takeLock(cmd *cobra.Command, target *targetFlags, wait waitFlag) (*session,
 
 // acquire waits as --wait says, cancelled by any of stopSignals.
 func (s *session) acquire(ctx context.Context, waitSet bool, wait time.Duration) (*lock.Lease, error) {
-	ctx, cancel := context.WithCancel(ctx)
+	stopCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		select {
 		case <-s.signals:
 			cancel()
-		case <-ctx.Done():
+		case <-stopCtx.Done():
 		}
 	}()
-	if waitSet && wait <= 0 {
-		return s.TryAcquire(ctx)
-	}
-	if waitSet {
+	var (
+		lease *lock.Lease
+		err   error
+	)
+	waitCtx := stopCtx
+	switch {
+	case waitSet && wait <= 0:
+		lease, err = s.TryAcquire(stopCtx)
+	case waitSet:
 		var c context.CancelFunc
-		ctx, c = context.WithTimeout(ctx, wait)
+		waitCtx, c = context.WithTimeout(stopCtx, wait)
 		defer c()
+		lease, err = s.Acquire(waitCtx)
+	default:
+		lease, err = s.Acquire(stopCtx)
 	}
-	lease, err := s.Acquire(ctx)
-	// A lock that never became Ready within --wait is not Ready (exit 5),
-	// not held.
-	if err != nil && errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, kube.ErrNotReady) {
-		return nil, exit(ExitNotAcquired, fmt.Errorf("%s still held after --wait %v: %w", s.Key(), wait, err))
+	if err != nil {
+		return nil, s.notAcquired(ctx, err, wait, errors.Is(waitCtx.Err(), context.DeadlineExceeded))
 	}
-	return lease, err
+	return lease, nil
 }
 
 // release gives the lock back within releaseTimeout.

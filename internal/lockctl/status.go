@@ -9,10 +9,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/redlease/redlease/api/v1alpha1"
 )
 
 // statusReport is what `lockctl status` prints; it never holds the value.
@@ -27,19 +30,27 @@ type statusReport struct {
 	MasterName string   `json:"masterName,omitempty"` // Sentinel
 	Store      string   `json:"store,omitempty"`      // Kind/name or "inline"; empty with --redis
 	Ready      string   `json:"ready"`
-	Held       bool     `json:"held"`
-	Holder     string   `json:"holder,omitempty"`
-	Pod        string   `json:"pod,omitempty"`  // the holder's pod (status.holder.pod)
-	Node       string   `json:"node,omitempty"` // and its node
-	TTL        string   `json:"ttl,omitempty"`
-	Fence      uint64   `json:"fence"`
 	// Permits is how many may hold the lock at once: 1 for a lock; above
-	// 1 a semaphore, whose permits held and holders are below (Holder,
-	// Pod, Node and TTL are then empty, Fence is the counter).
-	Permits     int            `json:"permits"`
+	// 1 a semaphore, whose permits held and holders are in holding
+	// (Holder, Pod, Node and TTL are then empty, Fence is the counter).
+	Permits int `json:"permits"`
+	// holding is what Redis says, its fields inlined in JSON; nil when it
+	// could not be read (Problems says why), so that no field claims the
+	// lock is free.
+	*holding
+	Problems string `json:"error,omitempty"`
+}
+
+// holding is the part of a statusReport read from Redis.
+type holding struct {
+	Held        bool           `json:"held"`
+	Holder      string         `json:"holder,omitempty"`
+	Pod         string         `json:"pod,omitempty"`  // the holder's pod (status.holder.pod)
+	Node        string         `json:"node,omitempty"` // and its node
+	TTL         string         `json:"ttl,omitempty"`
+	Fence       uint64         `json:"fence"`
 	PermitsHeld int            `json:"permitsHeld,omitempty"`
 	Holders     []permitReport `json:"holders,omitempty"`
-	Problems    string         `json:"error,omitempty"`
 }
 
 // permitReport is one live permit of a semaphore.
@@ -54,7 +65,7 @@ type permitReport struct {
 // maxTableHolders is how many of a semaphore's holders the table names.
 const maxTableHolders = 3
 
-func newStatusCommand(stdout io.Writer) *cobra.Command {
+func newStatusCommand(stdout io.Writer, log *redisLog) *cobra.Command {
 	var (
 		target targetFlags
 		output string
@@ -62,7 +73,14 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [NAMESPACE/NAME] [--redis URL --key K] [-o table|json]",
 		Short: "Show who holds the lock (with its pod and node), its remaining TTL and fence, its key, servers, store and readiness",
-		Args:  usage(cobra.MaximumNArgs(1)),
+		Long: `Show who holds the lock (with its pod and node), its remaining TTL and
+fence, its key, servers, store and readiness.
+
+When the lock cannot be read from Redis, the columns read from it show ?
+(-o json leaves them out and says why in "error"), and status exits 6
+(Redis unreachable, not answering or refusing) or 5 (the DistributedLock
+is not Ready).`,
+		Args: usage(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				target.lock = args[0]
@@ -75,43 +93,21 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer func() { _ = l.Close() }() // nothing held: a failed close loses nothing
+			log.naming(l.Key())
 			d := l.describe()
 			r := statusReport{Key: l.Key(), Mode: d.mode, Addresses: d.addresses, MasterName: d.masterName, Store: d.store, Ready: d.ready}
-			in, err := l.inspect(cmd.Context())
+			in, readErr := l.inspect(cmd.Context())
 			r.Permits = in.permits
-			switch h := in.lock; {
-			case err != nil:
-				r.Problems = err.Error()
-			case in.permits > 1:
-				r.Held, r.PermitsHeld, r.Fence = in.sem.Held() > 0, in.sem.Held(), in.sem.Fence
-				for _, p := range in.sem.Holders {
-					r.Holders = append(r.Holders, permitReport{Identity: p.Identity, TTL: p.TTL.String(), Fence: p.Fence, Pending: p.Pending})
-				}
-			default:
-				r.Held, r.Holder, r.Fence = h.Held, h.Identity, h.Fence
-				if h.Held {
-					r.TTL = h.TTL.String()
-					// The controller's observation may lag Redis: only
-					// the pod of the holder Redis has is shown.
-					if sh := d.holder; sh != nil && sh.Identity == h.Identity {
-						r.Pod, r.Node = sh.Pod, sh.Node
-					}
-				}
+			if readErr != nil {
+				r.Problems = readErr.Error()
+			} else {
+				r.holding = holdingOf(in, d.holder)
 			}
-			if output == "json" {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(r)
-			}
-			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			printf(w, "KEY\tMODE\tADDRESSES\tSTORE\tREADY\tPERMITS\tHELD\tHOLDER\tPOD\tNODE\tTTL\tFENCE\n") // tabwriter buffers; Flush reports write errors
-			printf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\n",
-				orDash(r.Key), orDash(r.Mode), orDash(r.where()), orDash(r.Store), r.Ready, r.Permits, r.held(), r.holders(), orDash(r.Pod), orDash(r.Node), orDash(r.TTL), r.Fence)
-			if err := w.Flush(); err != nil {
+			if err := r.print(stdout, output); err != nil {
 				return err
 			}
-			if r.Problems != "" {
-				printf(stdout, "error: %s\n", strings.TrimSpace(r.Problems))
+			if readErr != nil {
+				return readFailed(l.Key(), readErr)
 			}
 			return nil
 		},
@@ -119,6 +115,52 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 	target.register(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd
+}
+
+// holdingOf is what Redis says about the lock; observed is the
+// DistributedLock's status.holder (nil without one).
+func holdingOf(in inspection, observed *v1alpha1.LockHolder) *holding {
+	if in.permits > 1 {
+		h := &holding{Held: in.sem.Held() > 0, PermitsHeld: in.sem.Held(), Fence: in.sem.Fence}
+		for _, p := range in.sem.Holders {
+			h.Holders = append(h.Holders, permitReport{Identity: p.Identity, TTL: p.TTL.String(), Fence: p.Fence, Pending: p.Pending})
+		}
+		return h
+	}
+	h := &holding{Held: in.lock.Held, Holder: in.lock.Identity, Fence: in.lock.Fence}
+	if h.Held {
+		h.TTL = in.lock.TTL.String()
+		// The controller's observation may lag Redis: only the pod of
+		// the holder Redis has is shown.
+		if observed != nil && observed.Identity == h.Holder {
+			h.Pod, h.Node = observed.Pod, observed.Node
+		}
+	}
+	return h
+}
+
+// print writes the report as output (table or json) says.
+func (r statusReport) print(w io.Writer, output string) error {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	printf(tw, "KEY\tMODE\tADDRESSES\tSTORE\tREADY\tPERMITS\tHELD\tHOLDER\tPOD\tNODE\tTTL\tFENCE\n") // tabwriter buffers; Flush reports write errors
+	printf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
+		orDash(r.Key), orDash(r.Mode), orDash(r.where()), orDash(r.Store), r.Ready, r.Permits, strings.Join(r.read(), "\t"))
+	return tw.Flush()
+}
+
+// read is the columns read from Redis, HELD to FENCE: ? for each when
+// they could not be read.
+func (r statusReport) read() []string {
+	h := r.holding
+	if h == nil {
+		return []string{"?", "?", "?", "?", "?", "?"}
+	}
+	return []string{strconv.Itoa(h.held(r.Permits)), h.holders(r.Permits), orDash(h.Pod), orDash(h.Node), orDash(h.TTL), strconv.FormatUint(h.Fence, 10)}
 }
 
 // where is the ADDRESSES column: the servers, or in Sentinel mode the
@@ -132,11 +174,11 @@ func (r statusReport) where() string {
 }
 
 // held is the HELD column: a lock's 0 or 1, a semaphore's permits held.
-func (r statusReport) held() int {
+func (h *holding) held(permits int) int {
 	switch {
-	case r.Permits > 1:
-		return r.PermitsHeld
-	case r.Held:
+	case permits > 1:
+		return h.PermitsHeld
+	case h.Held:
 		return 1
 	}
 	return 0
@@ -144,18 +186,18 @@ func (r statusReport) held() int {
 
 // holders is the HOLDER column: a lock's holder, or the first of a
 // semaphore's holders and how many more.
-func (r statusReport) holders() string {
-	if !r.Held {
+func (h *holding) holders(permits int) string {
+	if !h.Held {
 		return "-"
 	}
-	if r.Permits <= 1 {
-		return orDash(r.Holder)
+	if permits <= 1 {
+		return orDash(h.Holder)
 	}
 	var ids []string
-	for _, h := range r.Holders[:min(len(r.Holders), maxTableHolders)] {
-		ids = append(ids, orDash(h.Identity))
+	for _, p := range h.Holders[:min(len(h.Holders), maxTableHolders)] {
+		ids = append(ids, orDash(p.Identity))
 	}
-	if more := len(r.Holders) - maxTableHolders; more > 0 {
+	if more := len(h.Holders) - maxTableHolders; more > 0 {
 		ids = append(ids, fmt.Sprintf("+%d more", more))
 	}
 	return strings.Join(ids, ",")

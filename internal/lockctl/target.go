@@ -89,6 +89,15 @@ type inspection struct {
 	sem     lock.PermitHolding // permits above 1
 }
 
+// full reports whether the lock could not be taken now: held, or every
+// permit of a semaphore held.
+func (in inspection) full() bool {
+	if in.permits > 1 {
+		return in.sem.Held() >= in.permits
+	}
+	return in.lock.Held
+}
+
 // inspectLock and inspectSemaphore make a locker's inspect.
 func inspectLock(read func(context.Context) (lock.Holding, error)) func(context.Context) (inspection, error) {
 	return func(ctx context.Context) (inspection, error) {
@@ -186,7 +195,9 @@ func (f *targetFlags) password() (string, error) {
 	return strings.TrimRight(string(b), "\r\n"), nil
 }
 
-// exitCodeFor maps library errors to exit codes.
+// exitCodeFor maps library errors to exit codes; a lock held or Redis
+// unavailable come as exitErrors with the codes chosen for them
+// (notAcquired, readFailed).
 func exitCodeFor(err error) int {
 	var ee *exitError
 	switch {
@@ -196,8 +207,6 @@ func exitCodeFor(err error) int {
 		return ee.code
 	case errors.Is(err, kube.ErrNotReady):
 		return ExitNotReady
-	case errors.Is(err, lock.ErrNotAcquired):
-		return ExitNotAcquired
 	case errors.Is(err, lock.ErrInvalidConfig):
 		return ExitUsage
 	}
