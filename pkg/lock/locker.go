@@ -183,6 +183,12 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 		attempts.add(err)
 		wait, held, ok := l.waitAfter(key, err, w, &retry, &warned)
 		if !ok {
+			if ctx.Err() != nil && lastErr != nil {
+				// The wait ran out during an attempt: say what the
+				// attempts before it found (a held key, an outage), as a
+				// wait that runs out between attempts does.
+				err = fmt.Errorf("lock: waiting: %w", errors.Join(err, lastErr))
+			}
 			return nil, err
 		}
 		lastErr = err

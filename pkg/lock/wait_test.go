@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -107,6 +109,34 @@ func TestAcquireReturnsPromptlyWhenItsContextEnds(t *testing.T) {
 }
 
 // Close wakes waiting Acquire calls with ErrClosed and releases held leases.
+// A wait that runs out during an attempt (the server stalled: the attempt
+// never answers) says what the attempts before it found, as a wait that
+// runs out between attempts does: the key was held. Before, only the
+// attempt's deadline came back, and lockctl could not tell a held lock from
+// an outage.
+func TestAWaitThatRunsOutDuringAnAttemptSaysWhatTheAttemptsFound(t *testing.T) {
+	srv, client := startRedis(t)
+	holder := newLocker(t, client, lock.WithTTL(time.Second))
+	ctx := ctxTimeout(t, 20*time.Second)
+	lease, err := holder.TryAcquire(ctx, "stalled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter := newLocker(t, srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true }), lock.WithTTL(time.Second))
+	wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	// The waiter's first attempt sees the holder; its next one, about a
+	// second later (the holder's TTL), finds the server stalled.
+	time.AfterFunc(500*time.Millisecond, srv.Pause)
+	defer srv.Resume()
+	_, err = waiter.Acquire(wctx, "stalled")
+	srv.Resume()
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("Acquire = %v, want the deadline and ErrNotAcquired (what the first attempt found)", err)
+	}
+	releaseAtEnd(t, lease)
+}
+
 func TestCloseReleasesLeasesAndStopsWaiters(t *testing.T) {
 	_, client := startRedis(t)
 	holder := newLocker(t, client)
