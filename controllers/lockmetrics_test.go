@@ -14,7 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -80,9 +82,20 @@ func TestPerLockMetrics(t *testing.T) {
 // without creating one.
 func hasSeries(t *testing.T, g *prometheus.GaugeVec, ns, name string) bool {
 	t.Helper()
+	for _, labels := range seriesLabels(t, g) {
+		if labels["namespace"] == ns && labels["name"] == name {
+			return true
+		}
+	}
+	return false
+}
+
+// seriesLabels are the labels of every series g exports.
+func seriesLabels(t *testing.T, g *prometheus.GaugeVec) []map[string]string {
+	t.Helper()
 	ch := make(chan prometheus.Metric)
 	go func() { g.Collect(ch); close(ch) }()
-	found := false
+	var out []map[string]string
 	for m := range ch {
 		var pb dto.Metric
 		if err := m.Write(&pb); err != nil {
@@ -93,7 +106,65 @@ func hasSeries(t *testing.T, g *prometheus.GaugeVec, ns, name string) bool {
 		for _, l := range pb.GetLabel() {
 			labels[l.GetName()] = l.GetValue()
 		}
-		found = found || labels["namespace"] == ns && labels["name"] == name
+		out = append(out, labels)
 	}
-	return found
+	return out
+}
+
+// TestConditionMetrics: each lock's conditions are series an alert can
+// select on (redlease_distributedlock_condition), following its status: a
+// server with an evicting policy shows Preflight False with reason
+// EvictionPolicyUnsafe while Ready stays True (the Ready True series and no
+// Ready False one); the server stopped, Ready False replaces Ready True;
+// the lock deleted, its series go.
+func TestConditionMetrics(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{})
+	lru := redistest.StartStandalone(t, redistest.WithConfig("--maxmemory-policy", "allkeys-lru"))
+	h.create("conditioned", standaloneSpec(lru.Addr()))
+	nn := types.NamespacedName{Namespace: h.ns, Name: "conditioned"}
+	h.eventually("Preflight False (EvictionPolicyUnsafe) and Ready True as series", func() error {
+		s := conditionSeries(t, lockConditions, nn)
+		if s[v1alpha1.ConditionPreflight] != (conditionLabels{"False", v1alpha1.ReasonEvictionPolicyUnsafe}) || s[v1alpha1.ConditionReady].status != "True" {
+			return fmt.Errorf("series %v", s)
+		}
+		return nil
+	})
+	lru.Kill()
+	h.eventually("Ready False replaces Ready True", func() error {
+		if s := conditionSeries(t, lockConditions, nn); s[v1alpha1.ConditionReady].status != "False" {
+			return fmt.Errorf("series %v", s)
+		}
+		return nil
+	})
+	var dl v1alpha1.DistributedLock
+	if err := h.c.Get(h.ctx(), nn, &dl); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Delete(h.ctx(), &dl); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the series deleted with the lock", func() error {
+		if s := conditionSeries(t, lockConditions, nn); len(s) > 0 {
+			return fmt.Errorf("series of the deleted lock: %v", s)
+		}
+		return nil
+	})
+}
+
+// conditionSeries are nn's condition series in g, by condition type; it
+// fails the test when one type has two (a change left the old series).
+func conditionSeries(t *testing.T, g *conditionGauge, nn types.NamespacedName) map[string]conditionLabels {
+	t.Helper()
+	out := map[string]conditionLabels{}
+	for _, labels := range seriesLabels(t, g.vec) {
+		if labels["namespace"] != nn.Namespace || labels["name"] != nn.Name {
+			continue
+		}
+		if _, dup := out[labels["condition"]]; dup {
+			t.Errorf("two series for %s's condition %s", nn, labels["condition"])
+		}
+		out[labels["condition"]] = conditionLabels{labels["status"], labels["reason"]}
+	}
+	return out
 }

@@ -90,6 +90,7 @@ func setLockMetrics(ns, name string, st *v1alpha1.DistributedLockStatus) {
 	lockHeld.WithLabelValues(labels...).Set(held)
 	lockFenceHighWater.WithLabelValues(labels...).Set(float64(st.FenceHighWater))
 	lockHolderSince.WithLabelValues(labels...).Set(since)
+	lockConditions.set(types.NamespacedName{Namespace: ns, Name: name}, st.Conditions)
 }
 
 // deleteLockMetrics drops the per-lock series of a deleted lock.
@@ -97,4 +98,5 @@ func deleteLockMetrics(nn types.NamespacedName) {
 	for _, g := range []*prometheus.GaugeVec{lockReady, lockHeld, lockFenceHighWater, lockHolderSince} {
 		g.DeleteLabelValues(nn.Namespace, nn.Name)
 	}
+	lockConditions.forget(nn)
 }

@@ -99,6 +99,7 @@ func (s *StoreReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	so, err := s.get(ctx, req.NamespacedName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
+			s.conditionGauge().forget(req.NamespacedName)
 			s.guards.forget(s.requesterOf(req.NamespacedName))
 			s.snapshots.forget(s.requesterOf(req.NamespacedName))
 			s.retries.forget(req.NamespacedName)
@@ -154,6 +155,7 @@ func (s *StoreReconciler) finishStore(ctx context.Context, rd *round, so storeOb
 	s.emitTransitions(so.obj, so.status.Conditions, oldStatus.Conditions, oldStatus.Master, so.status.Master)
 	ready := readyStatus(so.status.Conditions) == "True"
 	nn := types.NamespacedName{Namespace: so.obj.GetNamespace(), Name: so.obj.GetName()}
+	s.conditionGauge().set(nn, so.status.Conditions)
 	return reconcile.Result{RequeueAfter: s.requeueAfter(s.retries.get(nn), ready)}, nil
 }
 

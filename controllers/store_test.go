@@ -365,6 +365,12 @@ func TestLockStoreClientAuth(t *testing.T) {
 	h.create("nightly", onStore(v1alpha1.StoreKindLockStore, "team", "app/nightly"))
 
 	h.waitStore(ls, "Ready with its namespace provisioned", storeProvisioned(1))
+	h.eventually("the store's Ready condition as a series (redlease_lockstore_condition)", func() error {
+		if s := conditionSeries(t, lockStoreConditions, client.ObjectKeyFromObject(ls)); s[v1alpha1.ConditionReady].status != "True" {
+			return fmt.Errorf("series %v", s)
+		}
+		return nil
+	})
 	dl := h.waitFor("nightly", "Ready on the LockStore", readyOn("app/nightly", v1alpha1.RedisModeStandalone, "redlease-lockstore-team"))
 	if got := dl.Status.Connection.Addresses; !slices.Equal(got, []string{srv.Addr()}) {
 		t.Errorf("status.connection.addresses %v, want [%s]", got, srv.Addr())

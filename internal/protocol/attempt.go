@@ -51,7 +51,7 @@ func ParseAttempt(cmd *redis.Cmd) (Attempt, error) {
 	}
 	switch {
 	case len(res) == 2 && ints[0] == 1 && ints[1] >= 0:
-		return Attempt{Acquired: true, Fence: uint64(ints[1])}, nil
+		return Attempt{Acquired: true, Fence: uint64(ints[1])}, nil //nolint:gosec // G115: ints[1] >= 0 is checked on this line
 	case len(res) != 6 || ints[0] != 0:
 		return Attempt{}, fmt.Errorf("unexpected reply %v", res)
 	}

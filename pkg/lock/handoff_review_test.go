@@ -114,102 +114,16 @@ func acquireAsync(ctx context.Context, acquire func(context.Context) (*lock.Leas
 func TestDuplicatedAndReorderedNoticesOnOneServer(t *testing.T) {
 	for _, naive := range []bool{false, true} {
 		t.Run(map[bool]string{false: "redlease", true: "naive: counts from the latest attempt"}[naive], func(t *testing.T) {
-			srv, admin := startRedis(t)
-			ctx := ctxTimeout(t, 20*time.Second)
 			if naive {
 				lock.SetNaiveHandOff(t)
 			}
-			const key = "reordered"
-			waiterChannel := protocol.WaiterChannel(key, "waiter")
-
-			// The notices W's subscription handled, in order; the first is
-			// held until deliver. "sentinel" marks that everything published
-			// before it was handled.
-			var mu sync.Mutex
-			var heard []string
-			hold := make(chan struct{})
-			deliver := sync.OnceFunc(func() { close(hold) })
-			defer deliver()
-			sentinel := make(chan struct{})
-			lock.SetGrantedHook(t, func(payload string) {
-				if payload == "sentinel" {
-					close(sentinel)
-					return
-				}
-				mu.Lock()
-				heard = append(heard, payload)
-				first := len(heard) == 1
-				mu.Unlock()
-				if first {
-					<-hold
-				}
-			})
-			heardSoFar := func() []string {
-				mu.Lock()
-				defer mu.Unlock()
-				return append([]string(nil), heard...)
-			}
-			var confirmedFirst, started atomic.Int32
-			lock.SetHandOffHook(t, func(counted, s bool) {
-				switch {
-				case counted && s:
-					started.Add(1)
-				case counted:
-					confirmedFirst.Add(1)
-				}
-			})
-			// Once armed, W's next wake-up waits until the sentinel was
-			// handled: W weighs its grant only after every notice published
-			// before the sentinel.
-			var gateWake atomic.Bool
-			lock.SetTestHooks(t, nil, func() {
-				if gateWake.CompareAndSwap(true, false) {
-					select {
-					case <-sentinel:
-					case <-time.After(5 * time.Second):
-					}
-				}
-			})
-
-			holder := rawHold(ctx, t, admin, key, "holder", time.Second)
-			waiter := newLocker(t, srv.Client(t), lock.WithTTL(2*time.Second), lock.WithIdentity("waiter"))
-			other := newLocker(t, srv.Client(t), lock.WithTTL(2*time.Second), lock.WithIdentity("other"))
-			got := acquireAsync(ctx, func(ctx context.Context) (*lock.Lease, error) { return waiter.Acquire(ctx, key) })
-			waitQueued(ctx, t, admin, key, protocol.LineKey(key), "waiter")
-			dead := queueDeadWaiter(ctx, t, admin, key)
-
-			// G1: to W for 200 ms; N1 is held at W's subscription.
-			rawRelease(ctx, t, admin, key, holder, 200*time.Millisecond)
-			waitFor(t, 5*time.Second, "N1 to reach the waiter", func() bool { return len(heardSoFar()) > 0 })
-			c1, err := admin.Get(ctx, protocol.FenceKey(key)).Int64()
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The dead waiter leaves the line, so that W's place is what
-			// the line holds once W queues again.
-			admin.ZRem(ctx, protocol.LineKey(key), dead)
-
-			// G1 runs out unseen; X takes the key.
-			time.Sleep(250 * time.Millisecond)
-			xFrom := time.Now()
-			theirs, err := other.TryAcquire(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if theirs.Fence() != uint64(c1+1) {
-				t.Fatalf("X's fence %d, want %d", theirs.Fence(), c1+1)
-			}
-			// W's timed attempt (the holder's TTL ran out) sees X and
-			// queues again.
-			waitFor(t, 3*time.Second, "the waiter's attempt after X took the key", func() bool {
-				return admin.ZCard(ctx, protocol.LineKey(key)).Val() > 0
-			})
-
+			r := newReorderRun(t)
+			c1, theirs, xFrom := r.firstGrantRunsOutUnseen()
 			// N1, late, twice.
-			deliver()
+			r.deliver()
 			var early acquired
 			select {
-			case early = <-got:
+			case early = <-r.got:
 			case <-time.After(500 * time.Millisecond):
 			}
 			if early.lease != nil {
@@ -222,86 +136,204 @@ func TestDuplicatedAndReorderedNoticesOnOneServer(t *testing.T) {
 			// took the key claims validity inside X's.
 			overlap := early.lease != nil && early.at.After(xFrom)
 			if overlap != naive {
-				if err := theirs.Release(ctx); err != nil {
+				if err := theirs.Release(r.ctx); err != nil {
 					t.Errorf("X's release: %v", err)
 				}
 				t.Fatalf("on the late notice the waiter held the key while X did: %v, want %v", overlap, naive)
 			}
 			if naive {
-				if err := theirs.Release(ctx); err != nil {
+				if err := theirs.Release(r.ctx); err != nil {
 					t.Logf("X's release: %v (the naive waiter took its key)", err)
 				}
 				return
 			}
-			waitFor(t, 3*time.Second, "the duplicate of N1", func() bool { return len(heardSoFar()) >= 2 })
-			if h := heardSoFar(); h[0] != h[1] {
-				t.Fatalf("the first two notices differ (%q, %q): the server's duplicate did not happen", h[0], h[1])
-			}
-			n1 := heardSoFar()[0]
-			waitFor(t, 3*time.Second, "the late N1 to be weighed", func() bool { return confirmedFirst.Load() >= 1 })
-			if started.Load() != 0 {
-				t.Fatal("a lease started from the late N1")
-			}
-			// The confirmation failed: W is back in line, and X still
-			// holds its key.
-			waitFor(t, 3*time.Second, "the waiter back in line", func() bool {
-				return admin.ZCard(ctx, protocol.LineKey(key)).Val() == 1
-			})
-			if v := admin.Get(ctx, key).Val(); v != theirs.Value() {
-				t.Fatalf("X's key holds %q after the late notice", v)
-			}
-
-			// G2: X releases to W, the dead waiter next (N2 twice); then the
-			// earlier N1 once more, then the sentinel.
-			queueDeadWaiter(ctx, t, admin, key)
-			gateWake.Store(true)
-			if err := theirs.Release(ctx); err != nil {
-				t.Fatalf("X's release: %v (its key was taken from it)", err)
-			}
-			xUntil := time.Now()
-			c2, err := admin.Get(ctx, protocol.FenceKey(key)).Int64()
-			if err != nil || c2 != c1+2 {
-				t.Fatalf("the counter after G2 is %d (%v), want %d", c2, err, c1+2)
-			}
-			for _, msg := range []string{"granted " + n1, "granted sentinel"} {
-				if err := admin.Publish(ctx, waiterChannel, msg).Err(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var r acquired
-			select {
-			case r = <-got:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the waiter did not take G2")
-			}
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			releaseAtEnd(t, r.lease)
-			h := heardSoFar()
-			if len(h) < 5 || h[2] != h[3] || h[4] != n1 || h[2] == n1 {
-				t.Fatalf("notices handled %q: want N1, N1, N2, N2, N1", h)
-			}
-			if !r.at.After(xUntil) {
-				t.Fatal("the waiter's lease began before X's release returned")
-			}
-			if started.Load() != 1 {
-				t.Fatalf("%d leases started from a notice, want 1 (from N2, without a round trip)", started.Load())
-			}
-			if r.lease.Fence() != uint64(c2) {
-				t.Fatalf("the waiter's fence is %d, want %d (G2's), not G1's %d", r.lease.Fence(), c2, c1)
-			}
-			if limit := xUntil.Add(protocol.HandoffWindow); r.lease.ValidUntil().After(limit) {
-				t.Fatalf("the lease is valid %v past G2's expiry", r.lease.ValidUntil().Sub(limit))
-			}
-			// The confirming write takes the key to the full TTL.
-			waitFor(t, 3*time.Second, "the confirming write", func() bool {
-				return time.Until(r.lease.ValidUntil()) > 1500*time.Millisecond && admin.PTTL(ctx, key).Val() > 1500*time.Millisecond
-			})
-			if v := admin.Get(ctx, key).Val(); v != r.lease.Value() {
-				t.Fatalf("the key holds %q, want the waiter's value", v)
-			}
+			n1 := r.lateNoticeRefused(theirs)
+			r.secondGrantAfterReorderedNotices(theirs, c1, n1)
 		})
+	}
+}
+
+// reorderRun is one run of TestDuplicatedAndReorderedNoticesOnOneServer:
+// the server, the notices W's subscription handled (in order; the first is
+// held until deliver; "sentinel" marks that everything published before it
+// was handled), the hand-off hook's counts, and W's Acquire.
+type reorderRun struct {
+	t                       *testing.T
+	ctx                     context.Context
+	admin                   *redis.Client
+	other                   *lock.Locker
+	holder                  string
+	mu                      sync.Mutex
+	heard                   []string
+	deliver                 func()
+	sentinel                chan struct{}
+	confirmedFirst, started atomic.Int32
+	gateWake                atomic.Bool
+	got                     <-chan acquired
+}
+
+const reorderKey = "reordered"
+
+func newReorderRun(t *testing.T) *reorderRun {
+	t.Helper()
+	srv, admin := startRedis(t)
+	r := &reorderRun{t: t, ctx: ctxTimeout(t, 20*time.Second), admin: admin, sentinel: make(chan struct{})}
+	hold := make(chan struct{})
+	r.deliver = sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(r.deliver)
+	lock.SetGrantedHook(t, func(payload string) {
+		if payload == "sentinel" {
+			close(r.sentinel)
+			return
+		}
+		r.mu.Lock()
+		r.heard = append(r.heard, payload)
+		first := len(r.heard) == 1
+		r.mu.Unlock()
+		if first {
+			<-hold
+		}
+	})
+	lock.SetHandOffHook(t, func(counted, s bool) {
+		switch {
+		case counted && s:
+			r.started.Add(1)
+		case counted:
+			r.confirmedFirst.Add(1)
+		}
+	})
+	// Once armed, W's next wake-up waits until the sentinel was handled: W
+	// weighs its grant only after every notice published before the
+	// sentinel.
+	lock.SetTestHooks(t, nil, func() {
+		if r.gateWake.CompareAndSwap(true, false) {
+			select {
+			case <-r.sentinel:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	})
+	r.holder = rawHold(r.ctx, t, admin, reorderKey, "holder", time.Second)
+	waiter := newLocker(t, srv.Client(t), lock.WithTTL(2*time.Second), lock.WithIdentity("waiter"))
+	r.other = newLocker(t, srv.Client(t), lock.WithTTL(2*time.Second), lock.WithIdentity("other"))
+	r.got = acquireAsync(r.ctx, func(ctx context.Context) (*lock.Lease, error) { return waiter.Acquire(ctx, reorderKey) })
+	waitQueued(r.ctx, t, admin, reorderKey, protocol.LineKey(reorderKey), "waiter")
+	return r
+}
+
+func (r *reorderRun) heardSoFar() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.heard...)
+}
+
+// firstGrantRunsOutUnseen: G1 hands the key to W for 200 ms (N1 held at
+// W's subscription; a dead waiter next in line makes the server publish N1
+// twice); G1 runs out unseen, X takes the key, and W's timed attempt sees
+// X. It returns the counter G1 set, X's lease and when X took it.
+func (r *reorderRun) firstGrantRunsOutUnseen() (int64, *lock.Lease, time.Time) {
+	t, ctx, admin := r.t, r.ctx, r.admin
+	t.Helper()
+	dead := queueDeadWaiter(ctx, t, admin, reorderKey)
+	rawRelease(ctx, t, admin, reorderKey, r.holder, 200*time.Millisecond)
+	waitFor(t, 5*time.Second, "N1 to reach the waiter", func() bool { return len(r.heardSoFar()) > 0 })
+	c1, err := admin.Get(ctx, protocol.FenceKey(reorderKey)).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The dead waiter leaves the line, so that W's place is what the line
+	// holds once W queues again.
+	admin.ZRem(ctx, protocol.LineKey(reorderKey), dead)
+	time.Sleep(250 * time.Millisecond)
+	xFrom := time.Now()
+	theirs, err := r.other.TryAcquire(ctx, reorderKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if theirs.Fence() != uint64(c1+1) { //nolint:gosec // G115: a counter read from Redis, in [1, 2^53)
+		t.Fatalf("X's fence %d, want %d", theirs.Fence(), c1+1)
+	}
+	// W's timed attempt (the holder's TTL ran out) sees X and queues again.
+	waitFor(t, 3*time.Second, "the waiter's attempt after X took the key", func() bool {
+		return admin.ZCard(ctx, protocol.LineKey(reorderKey)).Val() > 0
+	})
+	return c1, theirs, xFrom
+}
+
+// lateNoticeRefused: the late N1 and its duplicate were weighed, no lease
+// started from them, W's confirmation failed (it is back in line) and X
+// still holds its key. It returns N1.
+func (r *reorderRun) lateNoticeRefused(theirs *lock.Lease) string {
+	t, ctx, admin := r.t, r.ctx, r.admin
+	t.Helper()
+	waitFor(t, 3*time.Second, "the duplicate of N1", func() bool { return len(r.heardSoFar()) >= 2 })
+	if h := r.heardSoFar(); h[0] != h[1] {
+		t.Fatalf("the first two notices differ (%q, %q): the server's duplicate did not happen", h[0], h[1])
+	}
+	waitFor(t, 3*time.Second, "the late N1 to be weighed", func() bool { return r.confirmedFirst.Load() >= 1 })
+	if r.started.Load() != 0 {
+		t.Fatal("a lease started from the late N1")
+	}
+	waitFor(t, 3*time.Second, "the waiter back in line", func() bool {
+		return admin.ZCard(ctx, protocol.LineKey(reorderKey)).Val() == 1
+	})
+	if v := admin.Get(ctx, reorderKey).Val(); v != theirs.Value() {
+		t.Fatalf("X's key holds %q after the late notice", v)
+	}
+	return r.heardSoFar()[0]
+}
+
+// secondGrantAfterReorderedNotices: X releases to W (G2; the dead waiter
+// next makes N2 come twice), then the earlier N1 arrives once more, then
+// the sentinel. W counts from N2: the fence G2 assigned, valid no later
+// than G2's expiry, after X's release; the confirming write follows.
+func (r *reorderRun) secondGrantAfterReorderedNotices(theirs *lock.Lease, c1 int64, n1 string) {
+	t, ctx, admin := r.t, r.ctx, r.admin
+	t.Helper()
+	queueDeadWaiter(ctx, t, admin, reorderKey)
+	r.gateWake.Store(true)
+	if err := theirs.Release(ctx); err != nil {
+		t.Fatalf("X's release: %v (its key was taken from it)", err)
+	}
+	xUntil := time.Now()
+	c2, err := admin.Get(ctx, protocol.FenceKey(reorderKey)).Int64()
+	if err != nil || c2 != c1+2 {
+		t.Fatalf("the counter after G2 is %d (%v), want %d", c2, err, c1+2)
+	}
+	for _, msg := range []string{"granted " + n1, "granted sentinel"} {
+		if err := admin.Publish(ctx, protocol.WaiterChannel(reorderKey, "waiter"), msg).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got acquired
+	select {
+	case got = <-r.got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter did not take G2")
+	}
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	releaseAtEnd(t, got.lease)
+	if h := r.heardSoFar(); len(h) < 5 || h[2] != h[3] || h[4] != n1 || h[2] == n1 {
+		t.Fatalf("notices handled %q: want N1, N1, N2, N2, N1", h)
+	}
+	switch {
+	case !got.at.After(xUntil):
+		t.Fatal("the waiter's lease began before X's release returned")
+	case r.started.Load() != 1:
+		t.Fatalf("%d leases started from a notice, want 1 (from N2, without a round trip)", r.started.Load())
+	case got.lease.Fence() != uint64(c2): //nolint:gosec // G115: a counter read from Redis, in [1, 2^53)
+		t.Fatalf("the waiter's fence is %d, want %d (G2's), not G1's %d", got.lease.Fence(), c2, c1)
+	case got.lease.ValidUntil().After(xUntil.Add(protocol.HandoffWindow)):
+		t.Fatalf("the lease is valid %v past G2's expiry", got.lease.ValidUntil().Sub(xUntil.Add(protocol.HandoffWindow)))
+	}
+	// The confirming write takes the key to the full TTL.
+	waitFor(t, 3*time.Second, "the confirming write", func() bool {
+		return time.Until(got.lease.ValidUntil()) > 1500*time.Millisecond && admin.PTTL(ctx, reorderKey).Val() > 1500*time.Millisecond
+	})
+	if v := admin.Get(ctx, reorderKey).Val(); v != got.lease.Value() {
+		t.Fatalf("the key holds %q, want the waiter's value", v)
 	}
 }
 
@@ -418,22 +450,7 @@ func TestAWaiterWhoseContextEndsAtAnyStepLeavesNoOrphan(t *testing.T) {
 			released := time.Now()
 			rawRelease(ctx, t, admin, key, holder, window)
 			if tt.step != beforeFirstAttempt {
-				var r acquired
-				select {
-				case r = <-got:
-				case <-time.After(5 * time.Second):
-					t.Fatal("the waiter did not give up")
-				}
-				if r.lease != nil {
-					releaseAtEnd(t, r.lease)
-					t.Fatalf("the waiter whose context ended got a lease (%v)", r.err)
-				}
-				if !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, context.DeadlineExceeded) {
-					t.Fatalf("Acquire = %v, want the context's error", r.err)
-				}
-				if !fired.Load() {
-					t.Fatal("the context did not end at the step under test (the scenario did not happen)")
-				}
+				expectGaveUp(t, got, &fired)
 			}
 			var r acquired
 			select {
@@ -451,6 +468,29 @@ func TestAWaiterWhoseContextEndsAtAnyStepLeavesNoOrphan(t *testing.T) {
 				t.Fatalf("the next waiter got the key %v after the release: the waiter that gave up kept it", d)
 			}
 		})
+	}
+}
+
+// expectGaveUp fails the test unless the Acquire behind got returned its
+// context's error without a lease, after the context ended at the step
+// under test (fired).
+func expectGaveUp(t *testing.T, got <-chan acquired, fired *atomic.Bool) {
+	t.Helper()
+	var r acquired
+	select {
+	case r = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter did not give up")
+	}
+	if r.lease != nil {
+		releaseAtEnd(t, r.lease)
+		t.Fatalf("the waiter whose context ended got a lease (%v)", r.err)
+	}
+	if !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire = %v, want the context's error", r.err)
+	}
+	if !fired.Load() {
+		t.Fatal("the context did not end at the step under test (the scenario did not happen)")
 	}
 }
 

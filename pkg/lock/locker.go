@@ -183,13 +183,7 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 		attempts.add(err)
 		wait, held, ok := l.waitAfter(key, err, w, &retry, &warned)
 		if !ok {
-			if ctx.Err() != nil && lastErr != nil {
-				// The wait ran out during an attempt: say what the
-				// attempts before it found (a held key, an outage), as a
-				// wait that runs out between attempts does.
-				err = fmt.Errorf("lock: waiting: %w", errors.Join(err, lastErr))
-			}
-			return nil, err
+			return nil, waitEnded(ctx, err, lastErr)
 		}
 		lastErr = err
 		if c, err = l.nextClaim(t, c, w, spent, held && line); err != nil {
@@ -214,6 +208,17 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 			return nil, err
 		}
 	}
+}
+
+// waitEnded is the error of an Acquire whose attempt failed with err, a
+// failure that ends the wait. When the wait ran out during that attempt,
+// it says what the attempts before it found (lastErr: a held key, an
+// outage), as a wait that runs out between attempts does.
+func waitEnded(ctx context.Context, err, lastErr error) error {
+	if ctx.Err() == nil || lastErr == nil {
+		return err
+	}
+	return fmt.Errorf("lock: waiting: %w", errors.Join(err, lastErr))
 }
 
 // newClaim is a first attempt's claim on t, with a value of its own.

@@ -44,29 +44,8 @@ func TestClusterRenewalWhileTheKeysSlotMigrates(t *testing.T) {
 	}
 	releaseAtEnd(t, lease)
 
-	admins := make([]*redis.Client, len(cluster.Masters))
-	ids := make([]string, len(cluster.Masters))
-	src := -1
-	for i, m := range cluster.Masters {
-		admins[i] = m.Client(t)
-		if ids[i], err = admins[i].Do(ctx, "cluster", "myid").Text(); err != nil {
-			t.Fatal(err)
-		}
-		if admins[i].Exists(ctx, key).Val() == 1 {
-			src = i
-		}
-	}
-	if src < 0 {
-		t.Fatal("no master holds the key")
-	}
-	dst := (src + 1) % len(admins)
-	slot := protocol.KeySlot(key)
-	must := func(i int, args ...any) {
-		t.Helper()
-		if err := admins[i].Do(ctx, args...).Err(); err != nil {
-			t.Fatalf("%v on %s: %v", args, cluster.Masters[i].Addr(), err)
-		}
-	}
+	move := newSlotMove(ctx, t, cluster, key, -1)
+	admins, src, dst := move.admins, move.src, move.dst
 	// onDst reads key on the new master, ASKING first: it serves an
 	// importing slot only to a connection that asked.
 	onDst := func(key string) string {
@@ -109,28 +88,13 @@ func TestClusterRenewalWhileTheKeysSlotMigrates(t *testing.T) {
 	}
 
 	dwell("before the migration")
-	must(dst, "cluster", "setslot", slot, "importing", ids[src])
-	must(src, "cluster", "setslot", slot, "migrating", ids[dst])
+	move.mark()
 	dwell("slot importing/migrating, keys on the source")
-	migrate := func(keys ...string) {
-		t.Helper()
-		args := []any{"migrate", "127.0.0.1", cluster.Masters[dst].Port(), "", 0, 5000, "keys"}
-		for _, k := range keys {
-			args = append(args, k)
-		}
-		must(src, args...)
-	}
-	migrate(key)
+	move.migrate(key)
 	dwell("the lock key on the new master, the rest of the slot on the source")
-	rest, err := admins[src].ClusterGetKeysInSlot(ctx, slot, 100).Result()
-	if err != nil || len(rest) == 0 {
-		t.Fatalf("keys left in slot %d: %v %v (want the fence counter at least)", slot, rest, err)
-	}
-	migrate(rest...)
+	move.migrate() // the rest: the fence counter at least
 	dwell("every key of the slot on the new master")
-	for i := range admins {
-		must(i, "cluster", "setslot", slot, "node", ids[dst])
-	}
+	move.assign()
 	dwell("the slot owned by the new master")
 
 	if v := admins[dst].Get(ctx, key).Val(); v != lease.Value() {
@@ -150,5 +114,58 @@ func TestClusterRenewalWhileTheKeysSlotMigrates(t *testing.T) {
 	releaseAtEnd(t, next)
 	if next.Fence() <= fence {
 		t.Fatalf("the next holder's fence %d is not above the migrated lease's %d", next.Fence(), fence)
+	}
+}
+
+// Resharding is not a failover, but the failover quarantine cannot tell
+// them apart: MIGRATE moves a key's epoch record ({K}:epoch) with it to a
+// master with another run ID, which is what a failover looks like, so
+// the first use of each moved key waits out a whole quarantine (its
+// recorded TTL + the cutoff + 2 %). A script cannot tell safely that the
+// record came by MIGRATE rather than with a loss (the key and its record
+// look the same after a restart from an older snapshot), so this cost is
+// documented (docs/protocol.md, "Failover quarantine") and measured here:
+// the moved key is held back for about the rule's length and then
+// granted; a key on a slot that did not move is granted at once.
+func TestAReshardQuarantinesTheMovedKeysOnce(t *testing.T) {
+	cluster := redistest.StartCluster(t)
+	ctx := ctxTimeout(t, time.Minute)
+	const key = "alpha"
+	l := newLocker(t, cluster.Client(t), quarantined(lock.MissingEpochIsNew)...)
+	for _, k := range []string{key, "beta"} {
+		lease, err := l.TryAcquire(ctx, k) // records each key's epoch
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	move := newSlotMove(ctx, t, cluster, key, -1)
+	if protocol.KeySlot("beta") == move.slot {
+		t.Fatal("beta shares alpha's slot: pick another key")
+	}
+	move.all()
+
+	if lease, err := l.TryAcquire(ctx, "beta"); err != nil {
+		t.Fatalf("a key whose slot did not move: %v, want it granted at once", err)
+	} else {
+		releaseAtEnd(t, lease)
+	}
+	_, err := l.TryAcquire(ctx, key)
+	var na *lock.NotAcquiredError
+	if !errors.As(err, &na) || na.Quarantine <= 0 || na.Quarantine > quarantineLength() {
+		t.Fatalf("the moved key's first attempt: %v, want held back by a quarantine of at most %v", err, quarantineLength())
+	}
+	start := time.Now()
+	lease, err := l.Acquire(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseAtEnd(t, lease)
+	waited := time.Since(start)
+	t.Logf("the moved key waited %v after its first attempt reported %v (rule: %v)", waited.Round(time.Millisecond), na.Quarantine, quarantineLength())
+	if waited > quarantineLength()+2*time.Second {
+		t.Fatalf("the moved key waited %v, longer than the quarantine's %v (+2 s)", waited, quarantineLength())
 	}
 }

@@ -101,12 +101,8 @@ func TestClusterWaiterFollowsItsKeysSlot(t *testing.T) {
 	}
 	got := acquireInBackground(ctx, t, waiter, key)
 	admins := make([]*redis.Client, len(cluster.Masters))
-	ids := make([]string, len(cluster.Masters))
 	for i, m := range cluster.Masters {
 		admins[i] = m.Client(t)
-		if ids[i], err = admins[i].Do(ctx, "cluster", "myid").Text(); err != nil {
-			t.Fatal(err)
-		}
 	}
 	channel := protocol.EventsChannel(key)
 	subscribedOn := func() int {
@@ -118,30 +114,9 @@ func TestClusterWaiterFollowsItsKeysSlot(t *testing.T) {
 		return -1
 	}
 	locktest.WaitFor(t, 5*time.Second, "the waiter's sharded subscription", func() bool { return subscribedOn() >= 0 })
-	src := subscribedOn()
-	dst := (src + 1) % len(admins)
-	slot := protocol.KeySlot(key)
-	must := func(i int, args ...any) {
-		t.Helper()
-		if err := admins[i].Do(ctx, args...).Err(); err != nil {
-			t.Fatalf("%v on %s: %v", args, cluster.Masters[i].Addr(), err)
-		}
-	}
-	must(dst, "cluster", "setslot", slot, "importing", ids[src])
-	must(src, "cluster", "setslot", slot, "migrating", ids[dst])
-	keys, err := admins[src].ClusterGetKeysInSlot(ctx, slot, 100).Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("keys in slot %d: %v %v", slot, keys, err)
-	}
-	args := []any{"migrate", "127.0.0.1", cluster.Masters[dst].Port(), "", 0, 5000, "keys"}
-	for _, k := range keys {
-		args = append(args, k)
-	}
-	must(src, args...)
-	for i := range admins {
-		must(i, "cluster", "setslot", slot, "node", ids[dst])
-	}
-	locktest.WaitFor(t, 10*time.Second, "the waiter subscribed on the slot's new master", func() bool { return subscribedOn() == dst })
+	move := newSlotMove(ctx, t, cluster, key, subscribedOn())
+	move.all()
+	locktest.WaitFor(t, 10*time.Second, "the waiter subscribed on the slot's new master", func() bool { return subscribedOn() == move.dst })
 
 	released := time.Now()
 	if err := lease.Release(ctx); err != nil {

@@ -51,6 +51,54 @@ func waitSubscribed(ctx context.Context, t *testing.T, c *redis.Client, channel 
 	}
 }
 
+// stoppedWaiterHandedTheKey starts a waiter helper of role (TTL 2 s) in
+// key's line, stops it with its subscription cut, and has holder's release
+// hand it the key for window. It returns the waiter, its waiter channel and
+// the notice, which only the test heard (the waiter listens there again
+// once resumed).
+func stoppedWaiterHandedTheKey(s *scenario, srv *redistest.Server, key, holder, role string, window time.Duration) (*helper, string, *redis.Message) {
+	t, ctx := s.t, s.ctx
+	t.Helper()
+	c := srv.Client(t)
+	env := map[string]string{"REDIS": srv.Addr(), "KEY": key, "TTL": "2s", "HOLD": "50ms", "ROUNDS": "1"}
+	w := queueHelpers(t, c, key, 1, role, env)[0]
+	identity := map[bool]string{false: "waiter-", true: "naive-"}[s.naive] + strconv.Itoa(w.cmd.Process.Pid)
+	waiterChannel := protocol.WaiterChannel(key, identity)
+	waitSubscribed(ctx, t, c, waiterChannel)
+	time.Sleep(200 * time.Millisecond) // its attempt once subscribed has run
+
+	w.signal(syscall.SIGSTOP)
+	if err := c.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	capture := c.Subscribe(ctx, waiterChannel)
+	if _, err := capture.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := protocol.Release(ctx, protocol.Scripts(c), key, holder, protocol.ReleaseArgs{Window: window}); err != nil || !ok {
+		t.Fatalf("release = %v, %v", ok, err)
+	}
+	notice, err := capture.ReceiveMessage(ctx)
+	if err != nil || !strings.HasPrefix(notice.Payload, "granted ") {
+		t.Fatalf("the notice = %v, %v", notice, err)
+	}
+	_ = capture.Close() // from now on only the waiter listens there
+	return w, waiterChannel, notice
+}
+
+// waitRequeued waits until a resumed waiter subscribed to waiterChannel
+// again and is in key's line.
+func waitRequeued(ctx context.Context, t *testing.T, c *redis.Client, key, waiterChannel string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.ZCard(ctx, protocol.LineKey(key)).Val() == 0 || c.PubSubNumSub(ctx, waiterChannel).Val()[waiterChannel] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the resumed waiter did not subscribe and try again within 5s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 // A hand-off's notice never reaches its waiter in time: the waiter is
 // stopped and its subscription cut when the release hands it the key (for
 // a 200 ms window), the window runs out, another client takes the key, and
@@ -69,33 +117,8 @@ func TestALateDuplicatedNoticeAfterAnotherHolder(t *testing.T) {
 		ctx := s.ctx
 		const key = "late-notice"
 		holder := rawHolder(ctx, t, c, key, 3*time.Second)
-		role := "line-waiter"
-		if s.naive {
-			role = "naive-counting-waiter"
-		}
-		env := map[string]string{"REDIS": srv.Addr(), "KEY": key, "TTL": "2s", "HOLD": "50ms", "ROUNDS": "1"}
-		w := queueHelpers(t, c, key, 1, role, env)[0]
-		identity := map[bool]string{false: "waiter-", true: "naive-"}[s.naive] + strconv.Itoa(w.cmd.Process.Pid)
-		waiterChannel := protocol.WaiterChannel(key, identity)
-		waitSubscribed(ctx, t, c, waiterChannel)
-		time.Sleep(200 * time.Millisecond) // its attempt once subscribed has run
-
-		w.signal(syscall.SIGSTOP)
-		if err := c.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
-			t.Fatal(err)
-		}
-		capture := c.Subscribe(ctx, waiterChannel)
-		if _, err := capture.Receive(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if ok, err := protocol.Release(ctx, protocol.Scripts(c), key, holder, protocol.ReleaseArgs{Window: 200 * time.Millisecond}); err != nil || !ok {
-			t.Fatalf("release = %v, %v", ok, err)
-		}
-		notice, err := capture.ReceiveMessage(ctx)
-		if err != nil || !strings.HasPrefix(notice.Payload, "granted ") {
-			t.Fatalf("the notice = %v, %v", notice, err)
-		}
-		_ = capture.Close() // from now on only the waiter listens there
+		role := map[bool]string{false: "line-waiter", true: "naive-counting-waiter"}[s.naive]
+		w, waiterChannel, notice := stoppedWaiterHandedTheKey(s, srv, key, holder, role, 200*time.Millisecond)
 
 		time.Sleep(300 * time.Millisecond) // the hand-off runs out
 		other := newLocker(t, srv.Client(t), lock.WithTTL(2*time.Second), lock.WithIdentity("other"))
@@ -105,15 +128,9 @@ func TestALateDuplicatedNoticeAfterAnotherHolder(t *testing.T) {
 		}
 		from := Mono()
 		w.signal(syscall.SIGCONT)
-		deadline := time.Now().Add(5 * time.Second)
 		// Its subscription is back, and its next attempt saw the other
 		// holder (it queued again).
-		for c.ZCard(ctx, protocol.LineKey(key)).Val() == 0 || c.PubSubNumSub(ctx, waiterChannel).Val()[waiterChannel] == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the resumed waiter did not subscribe and try again within 5s")
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		waitRequeued(ctx, t, c, key, waiterChannel)
 		for range 2 {
 			if err := c.Publish(ctx, waiterChannel, notice.Payload).Err(); err != nil {
 				t.Fatal(err)
@@ -237,33 +254,8 @@ func TestALateNoticeAcrossARestartFromAnOlderSnapshot(t *testing.T) {
 			t.Fatalf("release = %v, %v", ok, err)
 		}
 		holder = rawHolder(ctx, t, c, key, 2*time.Second) // a grant the restart takes back
-		role := "line-waiter"
-		if s.naive {
-			role = "history-blind-waiter"
-		}
-		env := map[string]string{"REDIS": srv.Addr(), "KEY": key, "TTL": "2s", "HOLD": "50ms", "ROUNDS": "1"}
-		w := queueHelpers(t, c, key, 1, role, env)[0]
-		identity := map[bool]string{false: "waiter-", true: "naive-"}[s.naive] + strconv.Itoa(w.cmd.Process.Pid)
-		waiterChannel := protocol.WaiterChannel(key, identity)
-		waitSubscribed(ctx, t, c, waiterChannel)
-		time.Sleep(200 * time.Millisecond) // its attempt once subscribed has run
-
-		w.signal(syscall.SIGSTOP)
-		if err := c.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
-			t.Fatal(err)
-		}
-		capture := c.Subscribe(ctx, waiterChannel)
-		if _, err := capture.Receive(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if ok, err := protocol.Release(ctx, protocol.Scripts(c), key, holder, protocol.ReleaseArgs{Window: time.Second}); err != nil || !ok {
-			t.Fatalf("release = %v, %v", ok, err)
-		}
-		notice, err := capture.ReceiveMessage(ctx)
-		if err != nil || !strings.HasPrefix(notice.Payload, "granted ") {
-			t.Fatalf("the notice = %v, %v", notice, err)
-		}
-		_ = capture.Close()
+		role := map[bool]string{false: "line-waiter", true: "history-blind-waiter"}[s.naive]
+		w, waiterChannel, notice := stoppedWaiterHandedTheKey(s, srv, key, holder, role, time.Second)
 
 		srv.Kill() // no save: the restart brings back the older snapshot
 		if err := srv.Start(); err != nil {
@@ -281,15 +273,9 @@ func TestALateNoticeAcrossARestartFromAnOlderSnapshot(t *testing.T) {
 			t.Fatalf("the new holder's fence %d is not below the lost hand-off's %d: the counter did not go back", lease.Fence(), g.Counter)
 		}
 		w.signal(syscall.SIGCONT)
-		deadline := time.Now().Add(5 * time.Second)
 		// Its subscription is back, and its next attempt saw the other
 		// holder (it queued again: the line was lost with the history).
-		for c.ZCard(ctx, protocol.LineKey(key)).Val() == 0 || c.PubSubNumSub(ctx, waiterChannel).Val()[waiterChannel] == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the resumed waiter did not subscribe and try again within 5s")
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		waitRequeued(ctx, t, c, key, waiterChannel)
 		time.Sleep(50 * time.Millisecond) // a naive waiter's attempt after its subscription
 		for range 2 {
 			if err := c.Publish(ctx, waiterChannel, notice.Payload).Err(); err != nil {

@@ -73,41 +73,50 @@ func goNames(t *testing.T, dirs ...string) (funcs, types, values map[string]bool
 	t.Helper()
 	funcs, types, values = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, dir := range dirs {
-		pkgs, err := parser.ParseDir(token.NewFileSet(), filepath.Join(repoRoot(t), dir), func(fi os.FileInfo) bool {
-			return !strings.HasSuffix(fi.Name(), "_test.go")
-		}, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
+		files, err := filepath.Glob(filepath.Join(repoRoot(t), dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no Go files in %s: %v", dir, err)
 		}
-		for _, p := range pkgs {
-			for _, file := range p.Files {
-				for _, decl := range file.Decls {
-					switch d := decl.(type) {
-					case *ast.FuncDecl:
-						if d.Name.IsExported() {
-							funcs[d.Name.Name] = true
-						}
-					case *ast.GenDecl:
-						for _, s := range d.Specs {
-							switch s := s.(type) {
-							case *ast.TypeSpec:
-								if s.Name.IsExported() {
-									types[s.Name.Name] = true
-								}
-							case *ast.ValueSpec:
-								for _, v := range s.Values {
-									if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-										values[strings.Trim(lit.Value, "`\"")] = true
-									}
-								}
-							}
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			file, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addNames(file, funcs, types, values)
+		}
+	}
+	return funcs, types, values
+}
+
+// addNames adds file's exported functions and methods, exported types and
+// string constants' values.
+func addNames(file *ast.File, funcs, types, values map[string]bool) {
+	for _, decl := range file.Decls {
+		switch d := decl.(type) {
+		case *ast.FuncDecl:
+			if d.Name.IsExported() {
+				funcs[d.Name.Name] = true
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() {
+						types[s.Name.Name] = true
+					}
+				case *ast.ValueSpec:
+					for _, v := range s.Values {
+						if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							values[strings.Trim(lit.Value, "`\"")] = true
 						}
 					}
 				}
 			}
 		}
 	}
-	return funcs, types, values
 }
 
 // descriptions are the description fields of a CRD file, by their path.

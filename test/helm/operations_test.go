@@ -63,7 +63,7 @@ func TestExtraVolumes(t *testing.T) {
 	}
 }
 
-// TestPrometheusRule: off by default; on, the four alerts, each with a
+// TestPrometheusRule: off by default; on, the five alerts, each with a
 // severity, on metrics the code defines (controller-runtime's own aside).
 func TestPrometheusRule(t *testing.T) {
 	t.Parallel()
@@ -85,7 +85,7 @@ func TestPrometheusRule(t *testing.T) {
 		rule := r.(map[string]any)
 		alerts[rule["alert"].(string)] = rule
 	}
-	for _, want := range []string{"RedleaseLockNotReady", "RedleaseLeasesLost", "RedleaseFenceFloorRaised", "RedleaseReconcileErrors"} {
+	for _, want := range []string{"RedleaseLockNotReady", "RedleaseUnsafeRedisSettings", "RedleaseLeasesLost", "RedleaseFenceFloorRaised", "RedleaseReconcileErrors"} {
 		if alerts[want] == nil {
 			t.Errorf("no alert %s in %v", want, alerts)
 		}
