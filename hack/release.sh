@@ -9,6 +9,8 @@
 #   install.yaml                     Namespace, CRDs, RBAC, Deployment: the
 #                                    chart's defaults, for kubectl apply -f
 #   crds.yaml                        the CRDs alone
+#   argocd-health.yaml               the argocd-cm patch with the Argo CD
+#                                    health checks (docs/argocd.md)
 #   *.cdx.json                       a CycloneDX SBOM per binary and image
 #   SHA256SUMS                       of every file above
 # test/release checks the result (on one platform, for speed).
@@ -88,6 +90,8 @@ for f in "$root"/config/crd/bases/*.yaml; do
 	printf -- '---\n'
 	cat "$f"
 done >"$dist/crds.yaml"
+# The Argo CD health checks, as docs/argocd.md shows them (TestArgoCDSnippets).
+"$root/hack/argocd-cm.sh" >"$dist/argocd-health.yaml"
 
 (cd "$dist" && sha256sum -- * >SHA256SUMS)
 say "wrote $dist:"
