@@ -36,9 +36,9 @@ type ACLOptions struct {
 	// SCRIPT KILL) or fill its memory. Needs Functions, and the library
 	// loaded on every master.
 	FunctionsOnly bool
-	// Quarantine allows INFO's server and replication sections, which the
-	// failover quarantine's scripts read (Quarantine): they also show the
-	// tenant the server's pid, paths and replica addresses (SECURITY.md).
+	// Quarantine allows INFO's server section, which the failover
+	// quarantine's scripts read (Quarantine) besides INFO replication: it
+	// also shows the tenant the server's pid and paths (SECURITY.md).
 	Quarantine bool
 }
 
@@ -68,6 +68,12 @@ var tenantCommands = []string{
 	"multi", "exec",
 	// pkg/fence's Redis store: the fenced write script and Read.
 	"hget", "hset", "hmget",
+	// The hand-off counter's history (protocol 6, lua/fence.lua's
+	// fence_history): the server's replication ID, read by the acquire
+	// and release scripts. The section also shows the tenant its
+	// replicas' addresses, offsets and lag (SECURITY.md). Without it the
+	// scripts still run, and every hand-off costs a round trip.
+	"info|replication",
 }
 
 // scriptCommands run the protocol's Lua as scripts: go-redis sends EVALSHA
@@ -92,9 +98,10 @@ var clusterCommands = []string{"cluster|slots", "asking", "readonly", "command"}
 // on Redis Cluster where the servers have them.
 var shardedPubSubCommands = []string{"spublish", "ssubscribe", "sunsubscribe"}
 
-// quarantineCommands are the INFO sections lua/epoch.lua reads: the
-// server's run ID and replication IDs.
-var quarantineCommands = []string{"info|server", "info|replication"}
+// quarantineCommands are what lua/epoch.lua reads besides
+// tenantCommands: the server's run ID (its replication IDs are in INFO
+// replication, which every tenant may read).
+var quarantineCommands = []string{"info|server"}
 
 // TenantACLRules are the ACL SETUSER rules of namespace's Redis user on a
 // lock store with isolation ACL: its keys are "<ns>/…" and their derived

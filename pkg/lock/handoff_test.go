@@ -263,3 +263,56 @@ func TestAHandOffIsConfirmedFirstUnderReplicaAckOrWithoutWatchdog(t *testing.T) 
 		})
 	}
 }
+
+// A Redis user refused INFO (an ACL of its own; the operator's tenant
+// users may read INFO replication) still hands locks over: the scripts
+// cannot read the counter's history (protocol 6), so its notices carry
+// none and every waiter confirms first, with a round trip, and holds a
+// lease counted from that confirming write.
+func TestAHandOffWithoutINFOIsConfirmedFirst(t *testing.T) {
+	srv, admin := startRedis(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	if err := admin.Do(ctx, "acl", "setuser", "noinfo", "on", ">pw", "~*", "&*", "+@all", "-info").Err(); err != nil {
+		t.Fatal(err)
+	}
+	asUser := func(o *redis.Options) { o.Username, o.Password = "noinfo", "pw" }
+	if err := srv.Client(t, asUser).Info(ctx, "replication").Err(); err == nil {
+		t.Fatal("INFO replication allowed to the user the test refuses it")
+	}
+	var started atomic.Int32
+	lock.SetHandOffHook(t, func(_, s bool) {
+		if s {
+			started.Add(1)
+		}
+	})
+	const key, ttl = "no-info", 5 * time.Second
+	holder := newLocker(t, srv.Client(t, asUser), lock.WithTTL(ttl), lock.WithIdentity("holder"))
+	waiter := newLocker(t, srv.Client(t, asUser), lock.WithTTL(ttl), lock.WithIdentity("waiter"))
+	held, err := holder.TryAcquire(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *lock.Lease, 1)
+	go func() {
+		l, err := waiter.Acquire(ctx, key)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	waitQueued(ctx, t, admin, key, protocol.LineKey(key), "waiter")
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lease := <-got
+	if lease == nil {
+		return
+	}
+	releaseAtEnd(t, lease)
+	if started.Load() != 0 {
+		t.Fatal("a lease started from a notice without the counter's history")
+	}
+	if time.Until(lease.ValidUntil()) < ttl*3/5 {
+		t.Fatalf("the lease is valid for %v, want about the TTL (counted from its confirming write)", time.Until(lease.ValidUntil()))
+	}
+}

@@ -48,9 +48,13 @@ end
 -- without the last increments): two values of the counter compare only
 -- within one history. A master also takes a new ID when it creates or
 -- frees its replication backlog; a hand-off across that is confirmed
--- first, nothing worse. '' when the server reports none (nothing counts).
+-- first, nothing worse. '' when the server reports none, or the caller's
+-- ACL refuses INFO replication (tenants of the operator's stores may run
+-- it): nothing counts then, and the waiter confirms first.
 local function fence_history()
-  return string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)') or ''
+  local info = redis.pcall('INFO', 'replication')
+  if type(info) ~= 'string' then return '' end
+  return string.match(info, 'master_replid:(%x+)') or ''
 end
 
 -- fence_not_acquired is a "not acquired" reply (protocol 6): {0, ms, the
