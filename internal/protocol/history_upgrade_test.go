@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -47,15 +46,15 @@ func TestProtocol5And6SideBySide(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				s := newServer(t)
-				m := mixed56{server: s, key: "job", permits: permits}
+				m := &mixedKey{server: s, old: protocol5, key: "job", permits: permits}
 				var holders []string
 				for i := range max(permits, 1) {
 					v := value(t, "holder:"+strconv.Itoa(i))
-					expect(t, m.take(oldGiver, v, false)[0], 1, "a holder")
+					expect(t, m.take(oldGiver, v, protocol.Quarantine{})[0], 1, "a holder")
 					holders = append(holders, v)
 				}
 				waiter := value(t, "waiter:1")
-				expect(t, m.take(!oldGiver, waiter, false)[0], 0, "the waiter's attempt")
+				expect(t, m.take(!oldGiver, waiter, protocol.Quarantine{})[0], 0, "the waiter's attempt")
 
 				ps := s.c.Subscribe(s.ctx, protocol.EventsChannel(m.key), protocol.WaiterChannel(m.key, "waiter:1"))
 				defer func() { _ = ps.Close() }()
@@ -80,71 +79,30 @@ func TestProtocol5And6SideBySide(t *testing.T) {
 					expect(t, len(f) >= 5 && err != nil, true, "protocol 6's fifth field is no number (protocol 5 confirms first)")
 				}
 				for _, old := range []bool{true, false} {
-					expect(t, m.take(old, value(t, "other:1"), false)[0], 0, "a third client on what was handed over")
+					expect(t, m.take(old, value(t, "other:1"), protocol.Quarantine{})[0], 0, "a third client on what was handed over")
 				}
-				expect(t, m.take(!oldGiver, waiter, true)[0], 1, "the waiter, confirming")
+				expect(t, m.take(!oldGiver, waiter, protocol.Quarantine{})[0], 1, "the waiter, confirming")
 			})
 		}
 	}
 }
 
-// mixed56 is one key of protocol-5 (old) and protocol-6 clients; it fails
-// the test when a fence does not increase.
-type mixed56 struct {
-	*server
-	key     string
-	permits int
-	fence   int64
-}
-
-func (m *mixed56) take(old bool, v string, queued bool) []int64 {
-	m.t.Helper()
-	args := protocol.AcquireArgs{Value: v, TTL: 10 * time.Second, Fencing: true, Identity: protocol.IdentityFromValue(v),
-		Place: time.Minute, Queued: queued, Window: time.Second, Permits: m.permits}
-	var cmd *redis.Cmd
-	switch {
-	case old && m.permits > 0:
-		cmd = v5PermitAcquire.Run(m.ctx, m.c, protocol.AcquirePermitKeys(m.key), args.PermitArgv()...)
-	case old:
-		cmd = v5Acquire.Run(m.ctx, m.c, protocol.AcquireKeys(m.key), args.Argv()...)
-	case m.permits > 0:
-		cmd = m.run(protocol.AcquirePermitScript, protocol.AcquirePermitKeys(m.key), args.PermitArgv()...)
-	default:
-		cmd = m.run(protocol.AcquireScript, protocol.AcquireKeys(m.key), args.Argv()...)
-	}
-	res, err := ints(cmd)
-	m.must(err)
-	if res[0] == 1 {
-		if res[1] <= m.fence {
-			m.t.Fatalf("%s took fence %d after %d", v, res[1], m.fence)
+// protocol5 runs the last protocol-5 scripts, which take the same keys
+// and arguments as protocol 6's.
+var protocol5 = oldClient{
+	take: func(m *mixedKey, args protocol.AcquireArgs) *redis.Cmd {
+		if m.permits > 0 {
+			return v5PermitAcquire.Run(m.ctx, m.c, protocol.AcquirePermitKeys(m.key), args.PermitArgv()...)
 		}
-		m.fence = res[1]
-	}
-	return res
-}
-
-func (m *mixed56) give(old bool, v string) {
-	m.t.Helper()
-	a := protocol.ReleaseArgs{Window: time.Second}
-	var ok bool
-	var err error
-	switch {
-	case old && m.permits > 0:
-		keys := []string{m.key, protocol.EventsChannel(m.key), protocol.PermitLineKey(m.key), protocol.HoldersKey(m.key),
-			protocol.FenceKey(m.key), protocol.EpochKey(m.key)}
-		var n int64
-		n, err = v5PermitRelease.Run(m.ctx, m.c, keys, v, 1000, "0", m.permits, "0", 0, "", "0").Int64()
-		ok = n == 1
-	case old:
-		call := protocol.FullReleaseCall(m.key, v, a)
-		var n int64
-		n, err = v5Release.Run(m.ctx, m.c, call.Keys, call.Args...).Int64()
-		ok = n == 1
-	case m.permits > 0:
-		ok, err = protocol.ReleasePermit(m.ctx, m.r, m.key, v, m.permits, a)
-	default:
-		ok, err = protocol.Release(m.ctx, m.r, m.key, v, a)
-	}
-	m.must(err)
-	expect(m.t, ok, true, "release")
+		return v5Acquire.Run(m.ctx, m.c, protocol.AcquireKeys(m.key), args.Argv()...)
+	},
+	give: func(m *mixedKey, v string) (int, error) {
+		if m.permits > 0 {
+			keys := []string{m.key, protocol.EventsChannel(m.key), protocol.PermitLineKey(m.key), protocol.HoldersKey(m.key),
+				protocol.FenceKey(m.key), protocol.EpochKey(m.key)}
+			return v5PermitRelease.Run(m.ctx, m.c, keys, v, mixedWindow.Milliseconds(), "0", m.permits, "0", 0, "", "0").Int()
+		}
+		call := protocol.FullReleaseCall(m.key, v, protocol.ReleaseArgs{Window: mixedWindow})
+		return v5Release.Run(m.ctx, m.c, call.Keys, call.Args...).Int()
+	},
 }

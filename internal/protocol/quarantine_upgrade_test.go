@@ -31,14 +31,40 @@ var (
 	v4PermitRelease    = redis.NewScript(v4PermitReleaseSrc)
 )
 
-// mixedKey is one key that protocol-4 (old) and protocol-5 clients share,
-// a lock's or (permits > 0) a semaphore's; it fails the test when a fence
-// does not increase.
+// mixedKey is one key that clients of an older protocol (old) and of the
+// current one share, a lock's or (permits > 0) a semaphore's; it fails the
+// test when a fence does not increase.
 type mixedKey struct {
 	*server
+	old     oldClient
 	key     string
 	permits int
 	fence   int64
+}
+
+// oldClient runs an older protocol's acquire and release on a mixedKey.
+type oldClient struct {
+	take func(m *mixedKey, args protocol.AcquireArgs) *redis.Cmd
+	give func(m *mixedKey, v string) (int, error)
+}
+
+// protocol4 runs the last protocol-4 scripts, which know neither the epoch
+// record nor the quarantine's arguments.
+var protocol4 = oldClient{
+	take: func(m *mixedKey, args protocol.AcquireArgs) *redis.Cmd {
+		if m.permits > 0 {
+			return v4PermitAcquire.Run(m.ctx, m.c, protocol.AcquirePermitKeys(m.key)[:5], args.PermitArgv()[:11]...)
+		}
+		return v4Acquire.Run(m.ctx, m.c, protocol.AcquireKeys(m.key)[:4], args.Argv()[:10]...)
+	},
+	give: func(m *mixedKey, v string) (int, error) {
+		if m.permits > 0 {
+			return v4PermitRelease.Run(m.ctx, m.c, []string{m.key, protocol.EventsChannel(m.key), protocol.PermitLineKey(m.key),
+				protocol.HoldersKey(m.key), protocol.FenceKey(m.key)}, v, mixedWindow.Milliseconds(), "0", m.permits, "0").Int()
+		}
+		return v4Release.Run(m.ctx, m.c, []string{m.key, protocol.EventsChannel(m.key), protocol.LineKey(m.key), protocol.FenceKey(m.key)},
+			v, mixedWindow.Milliseconds(), "0", "0").Int()
+	},
 }
 
 const mixedWindow = time.Second
@@ -50,10 +76,8 @@ func (m *mixedKey) take(old bool, v string, q protocol.Quarantine) []int64 {
 		Place: time.Minute, Queued: true, Window: mixedWindow, Permits: m.permits, Quarantine: q}
 	var cmd *redis.Cmd
 	switch {
-	case old && m.permits > 0:
-		cmd = v4PermitAcquire.Run(m.ctx, m.c, protocol.AcquirePermitKeys(m.key)[:5], args.PermitArgv()[:11]...)
 	case old:
-		cmd = v4Acquire.Run(m.ctx, m.c, protocol.AcquireKeys(m.key)[:4], args.Argv()[:10]...)
+		cmd = m.old.take(m, args)
 	case m.permits > 0:
 		cmd = m.run(protocol.AcquirePermitScript, protocol.AcquirePermitKeys(m.key), args.PermitArgv()...)
 	default:
@@ -77,12 +101,8 @@ func (m *mixedKey) give(old bool, v string) {
 	var err error
 	a := protocol.ReleaseArgs{Window: mixedWindow, TTL: 10 * time.Second}
 	switch {
-	case old && m.permits > 0:
-		n, err = v4PermitRelease.Run(m.ctx, m.c, []string{m.key, protocol.EventsChannel(m.key), protocol.PermitLineKey(m.key),
-			protocol.HoldersKey(m.key), protocol.FenceKey(m.key)}, v, mixedWindow.Milliseconds(), "0", m.permits, "0").Int()
 	case old:
-		n, err = v4Release.Run(m.ctx, m.c, []string{m.key, protocol.EventsChannel(m.key), protocol.LineKey(m.key), protocol.FenceKey(m.key)},
-			v, mixedWindow.Milliseconds(), "0", "0").Int()
+		n, err = m.old.give(m, v)
 	case m.permits > 0:
 		n, err = boolInt(protocol.ReleasePermit(m.ctx, m.r, m.key, v, m.permits, a))
 	default:
@@ -135,7 +155,7 @@ func (m *mixedKey) expect(reply []int64, want int64, what string) {
 func TestProtocol4And5SideBySide(t *testing.T) {
 	for _, permits := range []int{0, 1} {
 		t.Run(map[int]string{0: "lock", 1: "semaphore"}[permits], func(t *testing.T) {
-			sideBySide(t, &mixedKey{server: newServer(t), key: "job", permits: permits})
+			sideBySide(t, &mixedKey{server: newServer(t), old: protocol4, key: "job", permits: permits})
 		})
 	}
 }
@@ -169,7 +189,7 @@ func sideBySide(t *testing.T, m *mixedKey) {
 // keep: the reason the quarantine is turned on only once every client of
 // the key runs protocol 5.
 func TestAProtocol4ClientIgnoresAQuarantine(t *testing.T) {
-	m := &mixedKey{server: newServer(t), key: "job"}
+	m := &mixedKey{server: newServer(t), old: protocol4, key: "job"}
 	q := protocol.Quarantine{On: true, Cutoff: time.Second}
 	if _, err := protocol.RecordEpoch(m.ctx, m.r, m.key, 10*time.Second, q); err != nil {
 		t.Fatal(err)
