@@ -62,6 +62,17 @@ func (p *Proxy) Restore() {
 	}
 }
 
+// Redirect closes every connection through the proxy and sends new ones to
+// upstream: clients that dial one address (a DNS name, a virtual IP) find
+// another server there, as after a failover behind that address.
+func (p *Proxy) Redirect(upstream string) {
+	p.Cut()
+	p.proxy.Lock()
+	p.proxy.Upstream = upstream
+	p.proxy.Unlock()
+	p.Restore()
+}
+
 // Reset removes every fault.
 func (p *Proxy) Reset() { p.proxy.Toxics.ResetToxics(context.Background()) }
 

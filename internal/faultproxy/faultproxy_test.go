@@ -73,3 +73,21 @@ func TestCutAndRestore(t *testing.T) {
 		t.Fatalf("after Restore: %v", err)
 	}
 }
+
+func TestRedirect(t *testing.T) {
+	first, second := redistest.StartStandalone(t), redistest.StartStandalone(t)
+	ctx := context.Background()
+	if err := second.Client(t).Set(ctx, "which", "second", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p := faultproxy.New(t, first.Addr())
+	c := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	defer func() { _ = c.Close() }()
+	if n := c.Exists(ctx, "which").Val(); n != 0 {
+		t.Fatalf("EXISTS which = %d on the first server", n)
+	}
+	p.Redirect(second.Addr())
+	if got := c.Get(ctx, "which").Val(); got != "second" {
+		t.Fatalf("GET which = %q after Redirect, want the second server's value", got)
+	}
+}

@@ -180,7 +180,8 @@ func TestRedisLogLines(t *testing.T) {
 	if strings.Count(quiet.stderr, want) != 1 || strings.Contains(quiet.stderr, "connection pool") {
 		t.Fatalf("want one line %q from go-redis's log and no raw line; stderr:\n%s", want, quiet.stderr)
 	}
-	verbose := lockctl(t, "run", "-v", "--redis", url, "--key", "k", "--wait", "0", "--", "true")
+	// A wait of 300 ms: several attempts, each logged by go-redis.
+	verbose := lockctl(t, "run", "-v", "--redis", url, "--key", "k", "--wait", "300ms", "--", "true")
 	if n := strings.Count(verbose.stderr, "lockctl: k: go-redis: connection pool: failed to dial after"); n < 2 {
 		t.Fatalf("-v: want every line go-redis logs (%d lines seen); stderr:\n%s", n, verbose.stderr)
 	}

@@ -28,6 +28,8 @@ type Script struct {
 	// readOnly scripts are flagged no-writes in the library and called
 	// with FCALL_RO.
 	readOnly bool
+	// once: go-redis never sends the script again on its own (sentOnce).
+	once bool
 }
 
 // newScript is the script name: body, run after uses, the pieces
@@ -328,8 +330,15 @@ func (w way) wrong(err error) bool {
 		(strings.HasPrefix(msg, "noperm") && strings.Contains(msg, "fcall"))
 }
 
-// send sends call on c, the way w.
+// send sends call on c, the way w; once (sentOnce) when the script says so
+// and c can process a command of ours, as go-redis's clients and pipelines
+// can.
 func (w way) send(ctx context.Context, c redis.Cmdable, call Call) *redis.Cmd {
+	if p, ok := c.(processor); ok && call.Script.once {
+		cmd := redis.NewCmd(ctx, w.args(call)...)
+		_ = p.Process(ctx, sentOnce{cmd}) // the error is cmd's
+		return cmd
+	}
 	switch {
 	case w == wayEvalSha:
 		return call.Script.EvalSha(ctx, c, call.Keys, call.Args...)
@@ -339,4 +348,24 @@ func (w way) send(ctx context.Context, c redis.Cmdable, call Call) *redis.Cmd {
 		return c.FCallRO(ctx, call.Script.FunctionName(), call.Keys, call.Args...)
 	}
 	return c.FCall(ctx, call.Script.FunctionName(), call.Keys, call.Args...)
+}
+
+// args are the command that runs call the way w.
+func (w way) args(call Call) []any {
+	args := make([]any, 0, 3+len(call.Keys)+len(call.Args))
+	switch {
+	case w == wayEvalSha:
+		args = append(args, "evalsha", call.Script.Hash())
+	case w == wayEval:
+		args = append(args, "eval", call.Script.src)
+	case call.Script.readOnly:
+		args = append(args, "fcall_ro", call.Script.FunctionName())
+	default:
+		args = append(args, "fcall", call.Script.FunctionName())
+	}
+	args = append(args, len(call.Keys))
+	for _, k := range call.Keys {
+		args = append(args, k)
+	}
+	return append(args, call.Args...)
 }

@@ -33,7 +33,7 @@ var (
 	// fence} when acquired, {0, pttl, counter, quarantine, history} when
 	// not (ParseAttempt reads both), or an error with the lock key not
 	// taken.
-	AcquireScript = newScript("acquire", false, acquireSrc, fenceSrc, lineSrc, takenSrc, valueSrc, epochSrc)
+	AcquireScript = sentOnly(newScript("acquire", false, acquireSrc, fenceSrc, lineSrc, takenSrc, valueSrc, epochSrc))
 
 	//go:embed lua/release.lua
 	releaseSrc    string
@@ -61,7 +61,7 @@ var (
 	// counter, quarantine, history} when not (ms until a permit frees by
 	// expiry alone; the rest as for AcquireScript), or an error with no
 	// permit taken.
-	AcquirePermitScript = newScript("permit_acquire", false, permitAcquireSrc, fenceSrc, lineSrc, permitsSrc, takenSrc, epochSrc)
+	AcquirePermitScript = sentOnly(newScript("permit_acquire", false, permitAcquireSrc, fenceSrc, lineSrc, permitsSrc, takenSrc, epochSrc))
 
 	//go:embed lua/permit_release.lua
 	permitReleaseSrc    string

@@ -182,7 +182,7 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 		}
 		attempts.add(err)
 		wait, held, ok := l.waitAfter(key, err, w, &retry, &warned)
-		if !ok {
+		if !ok || ctx.Err() != nil {
 			return nil, waitEnded(ctx, err, lastErr)
 		}
 		lastErr = err
@@ -211,14 +211,21 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 }
 
 // waitEnded is the error of an Acquire whose attempt failed with err, a
-// failure that ends the wait. When the wait ran out during that attempt,
-// it says what the attempts before it found (lastErr: a held key, an
-// outage), as a wait that runs out between attempts does.
+// failure that ends the wait. When the wait ran out during that attempt
+// (its error may be the context's, or a read that timed out at the
+// context's deadline), it says so and what the attempts before it found
+// (lastErr: a held key, an outage), as a wait that runs out between
+// attempts does.
 func waitEnded(ctx context.Context, err, lastErr error) error {
-	if ctx.Err() == nil || lastErr == nil {
+	switch {
+	case ctx.Err() == nil:
 		return err
+	case errors.Is(err, ctx.Err()) && lastErr == nil:
+		return err
+	case errors.Is(err, ctx.Err()):
+		return fmt.Errorf("lock: waiting: %w", errors.Join(err, lastErr))
 	}
-	return fmt.Errorf("lock: waiting: %w", errors.Join(err, lastErr))
+	return fmt.Errorf("lock: waiting: %w", errors.Join(ctx.Err(), err, lastErr))
 }
 
 // newClaim is a first attempt's claim on t, with a value of its own.
@@ -242,6 +249,8 @@ func (l *Locker) renewClaim(c claim) (claim, error) {
 // try makes one acquisition attempt and, on success, starts the lease.
 // spent reports that c.value must not be used again: it was given back, or
 // the attempt's outcome is unknown (a give-back may still reach the server).
+// An attempt that provably never reached the server (a dial error) spends
+// nothing: the next one keeps the value, and with it the place in line.
 func (l *Locker) try(ctx context.Context, t target, c claim) (lease *Lease, spent bool, err error) {
 	if l.isClosed() {
 		return nil, false, ErrClosed
@@ -252,7 +261,7 @@ func (l *Locker) try(ctx context.Context, t target, c claim) (lease *Lease, spen
 	sent := l.cfg.clock.Now()
 	a, err := l.backend.acquire(ctx, t, c)
 	if err != nil {
-		return nil, true, err
+		return nil, !a.unsent, err
 	}
 	if !a.acquired {
 		return nil, false, &NotAcquiredError{Key: key, HolderTTL: a.holderTTL, Permits: t.permits, Quarantine: a.quarantine,

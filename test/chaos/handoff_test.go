@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlease/redlease/internal/faultproxy"
 	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
@@ -52,15 +53,15 @@ func waitSubscribed(ctx context.Context, t *testing.T, c *redis.Client, channel 
 }
 
 // stoppedWaiterHandedTheKey starts a waiter helper of role (TTL 2 s) in
-// key's line, stops it with its subscription cut, and has holder's release
-// hand it the key for window. It returns the waiter, its waiter channel and
-// the notice, which only the test heard (the waiter listens there again
-// once resumed).
-func stoppedWaiterHandedTheKey(s *scenario, srv *redistest.Server, key, holder, role string, window time.Duration) (*helper, string, *redis.Message) {
+// key's line, on the server c reaches, which the helper reaches at addr,
+// stops it with its subscription cut, and has holder's release hand it the
+// key for window. It returns the waiter, its waiter channel and the
+// notice, which only the test heard (the waiter listens there again once
+// resumed).
+func stoppedWaiterHandedTheKey(s *scenario, c *redis.Client, addr, key, holder, role string, window time.Duration) (*helper, string, *redis.Message) {
 	t, ctx := s.t, s.ctx
 	t.Helper()
-	c := srv.Client(t)
-	env := map[string]string{"REDIS": srv.Addr(), "KEY": key, "TTL": "2s", "HOLD": "50ms", "ROUNDS": "1"}
+	env := map[string]string{"REDIS": addr, "KEY": key, "TTL": "2s", "HOLD": "50ms", "ROUNDS": "1"}
 	w := queueHelpers(t, c, key, 1, role, env)[0]
 	identity := map[bool]string{false: "waiter-", true: "naive-"}[s.naive] + strconv.Itoa(w.cmd.Process.Pid)
 	waiterChannel := protocol.WaiterChannel(key, identity)
@@ -118,7 +119,7 @@ func TestALateDuplicatedNoticeAfterAnotherHolder(t *testing.T) {
 		const key = "late-notice"
 		holder := rawHolder(ctx, t, c, key, 3*time.Second)
 		role := map[bool]string{false: "line-waiter", true: "naive-counting-waiter"}[s.naive]
-		w, waiterChannel, notice := stoppedWaiterHandedTheKey(s, srv, key, holder, role, 200*time.Millisecond)
+		w, waiterChannel, notice := stoppedWaiterHandedTheKey(s, c, srv.Addr(), key, holder, role, 200*time.Millisecond)
 
 		time.Sleep(300 * time.Millisecond) // the hand-off runs out
 		other := newLocker(t, srv.Client(t), lock.WithTTL(2*time.Second), lock.WithIdentity("other"))
@@ -255,7 +256,7 @@ func TestALateNoticeAcrossARestartFromAnOlderSnapshot(t *testing.T) {
 		}
 		holder = rawHolder(ctx, t, c, key, 2*time.Second) // a grant the restart takes back
 		role := map[bool]string{false: "line-waiter", true: "history-blind-waiter"}[s.naive]
-		w, waiterChannel, notice := stoppedWaiterHandedTheKey(s, srv, key, holder, role, time.Second)
+		w, waiterChannel, notice := stoppedWaiterHandedTheKey(s, c, srv.Addr(), key, holder, role, time.Second)
 
 		srv.Kill() // no save: the restart brings back the older snapshot
 		if err := srv.Start(); err != nil {
@@ -275,6 +276,78 @@ func TestALateNoticeAcrossARestartFromAnOlderSnapshot(t *testing.T) {
 		w.signal(syscall.SIGCONT)
 		// Its subscription is back, and its next attempt saw the other
 		// holder (it queued again: the line was lost with the history).
+		waitRequeued(ctx, t, c, key, waiterChannel)
+		time.Sleep(50 * time.Millisecond) // a naive waiter's attempt after its subscription
+		for range 2 {
+			if err := c.Publish(ctx, waiterChannel, notice.Payload).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(500 * time.Millisecond) // the other client holds on
+		if err := s.release("other", lease, from); err != nil {
+			t.Fatalf("the other client's release: %v", err)
+		}
+		kind := map[bool]string{false: "claim", true: "holding"}[s.naive]
+		if vs := s.collectClaims([]*helper{w}, kind, time.Now().Add(10*time.Second)); len(vs) > 0 {
+			t.Fatal(vs[0])
+		}
+		s.check("S1", Overlaps(s.h.Claims()))
+	})
+}
+
+// The same late notice across an asynchronous failover that lost the last
+// two increments, with the waiter in a helper process that reaches the
+// master through one address (a fault proxy, as a Service or a virtual IP
+// would be) and follows the failover there: the replica is cut off after
+// it replicated a first grant, the holder releases and takes the key again
+// (lost), the stopped waiter is handed the key (lost too), the master dies
+// and the replica is promoted, which gives it a new replication history.
+// Another client takes the key there at a counter below the notice's; the
+// waiter, resumed, tries again and sees it. Then the old notice arrives,
+// twice. redlease: the notice's history is not that of any attempt since
+// the failover, so the waiter confirms first, fails and waits: S1 holds.
+// Naive: protocol 5's rule counts from the attempt that saw the other
+// holder, and S1 catches two holders.
+func TestALateNoticeAcrossAFailoverThatLostWrites(t *testing.T) {
+	variants(t, "redlease", "naive waiter comparing counters across histories", time.Minute, func(t *testing.T, s *scenario) {
+		g := redistest.StartReplicated(t, 1)
+		proxy := faultproxy.New(t, g.Master.Addr())
+		c := g.Master.Client(t)
+		ctx := s.ctx
+		const key = "late-across-failover"
+		holder := rawHolder(ctx, t, c, key, 2*time.Second)
+		if n, err := c.Wait(ctx, 1, 5000).Result(); err != nil || n < 1 {
+			t.Fatalf("WAIT 1 = %d, %v", n, err)
+		}
+		g.Replicas[0].Pause()
+		if err := c.ClientKillByFilter(ctx, "TYPE", "replica").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := protocol.Release(ctx, protocol.Scripts(c), key, holder, protocol.ReleaseArgs{Window: time.Second}); err != nil || !ok {
+			t.Fatalf("release = %v, %v", ok, err)
+		}
+		holder = rawHolder(ctx, t, c, key, 2*time.Second) // a grant the failover takes back
+		role := map[bool]string{false: "line-waiter", true: "history-blind-waiter"}[s.naive]
+		w, waiterChannel, notice := stoppedWaiterHandedTheKey(s, c, proxy.Addr(), key, holder, role, time.Second)
+
+		g.Master.Kill()
+		g.Replicas[0].Resume()
+		if err := g.Replicas[0].Promote(ctx); err != nil {
+			t.Fatal(err)
+		}
+		proxy.Redirect(g.Replicas[0].Addr())
+		c = g.Replicas[0].Client(t)
+		other := newLocker(t, g.Replicas[0].Client(t), lock.WithTTL(2*time.Second), lock.WithIdentity("other"))
+		lease, err := other.Acquire(ctx, key) // after the replicated holder's key expires
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := Mono()
+		g2 := protocol.ParseGrant(strings.TrimPrefix(notice.Payload, "granted "))
+		if lease.Fence() >= uint64(g2.Counter) { //nolint:gosec // G115: ParseGrant keeps a positive counter
+			t.Fatalf("the new holder's fence %d is not below the lost hand-off's %d: the failover lost no increments", lease.Fence(), g2.Counter)
+		}
+		w.signal(syscall.SIGCONT)
 		waitRequeued(ctx, t, c, key, waiterChannel)
 		time.Sleep(50 * time.Millisecond) // a naive waiter's attempt after its subscription
 		for range 2 {

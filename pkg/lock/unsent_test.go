@@ -1,0 +1,172 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/internal/faultproxy"
+	"github.com/redlease/redlease/internal/protocol"
+	"github.com/redlease/redlease/internal/redistest"
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// Eight waiters, each a Locker on a client of its own, queue for a key held
+// by a ninth. The server stops in an orderly way (its append-only file keeps
+// the key, the line and the counter) and stays down until every waiter has
+// tried at least once and failed to connect; then it comes back and the
+// holder releases. An attempt that never left the client keeps its value
+// and so its place: the waiters get the key in the order they queued. When a
+// failed connection counted as an attempt that may have run, each waiter
+// took a new value and queued again at the back, in whatever order its
+// retry came after the restart.
+func TestAWaiterKeepsItsPlaceThroughARestart(t *testing.T) {
+	const (
+		key     = "restart-line"
+		waiters = 8
+	)
+	srv := redistest.StartStandalone(t, redistest.WithConfig("--appendonly", "yes"))
+	admin := srv.Client(t)
+	ctx := ctxTimeout(t, time.Minute)
+	holder := newLocker(t, srv.Client(t), lock.WithIdentity("holder"), lock.WithTTL(10*time.Second))
+	lease, err := holder.TryAcquire(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	unsent := make([]*unsentAcquisitions, waiters)
+	for i := range waiters {
+		unsent[i] = &unsentAcquisitions{}
+		c := srv.Client(t)
+		c.AddHook(unsent[i])
+		// A TTL of 1 s: a waiter tries again at least every second, so
+		// each tries while the server is down.
+		l := newLocker(t, c, lock.WithIdentity(fmt.Sprintf("waiter-%d", i)), lock.WithTTL(time.Second))
+		wg.Go(func() {
+			got, err := l.Acquire(ctx, key)
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			if err := got.Release(ctx); err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+			}
+		})
+		waitFor(t, 5*time.Second, fmt.Sprintf("waiter %d to queue", i), func() bool {
+			return admin.ZCard(ctx, protocol.LineKey(key)).Val() == int64(i+1)
+		})
+	}
+
+	line := admin.ZRange(ctx, protocol.LineKey(key), 0, -1).Val()
+
+	srv.Stop()
+	waitFor(t, 10*time.Second, "every waiter to fail to connect while the server is down", func() bool {
+		return !slices.ContainsFunc(unsent, func(u *unsentAcquisitions) bool { return u.unsent.Load() == 0 })
+	})
+	answered := make([]int64, waiters)
+	for i, u := range unsent {
+		answered[i] = u.answered.Load()
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "every waiter to try again after the restart", func() bool {
+		for i, u := range unsent {
+			if u.answered.Load() == answered[i] {
+				return false
+			}
+		}
+		return true
+	})
+	if after := admin.ZRange(ctx, protocol.LineKey(key), 0, -1).Val(); !slices.Equal(after, line) {
+		t.Fatalf("the line after the restart is %q, want it as it was %q", after, line)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("the holder's release after the restart: %v", err)
+	}
+	wg.Wait()
+	if want := []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(order, want) {
+		t.Fatalf("acquisition order after the restart %v, want the arrival order %v", order, want)
+	}
+}
+
+// unsentAcquisitions is a go-redis hook that counts acquisitions that
+// failed before they reached the server (protocol.NotSent), and those the
+// server answered.
+type unsentAcquisitions struct{ unsent, answered atomic.Int64 }
+
+func (*unsentAcquisitions) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (u *unsentAcquisitions) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		switch {
+		case !isAcquisition(cmd):
+		case err == nil:
+			u.answered.Add(1)
+		case protocol.NotSent(err):
+			u.unsent.Add(1)
+		}
+		return err
+	}
+}
+
+func (*unsentAcquisitions) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// isAcquisition reports whether cmd runs the acquire script, as a function
+// or by its hash.
+func isAcquisition(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	return len(args) > 1 && (args[1] == protocol.AcquireScript.FunctionName() || args[1] == protocol.AcquireScript.Hash())
+}
+
+// An acquisition whose reply is lost is not sent again by go-redis: the
+// script ran (the key holds the caller's value), so a second run would
+// find the key "held" and the caller would wait out its own key for a TTL.
+// Sent once, the attempt fails as one whose outcome is unknown, and the
+// Locker gives the key back at once.
+func TestALostReplyIsNotSentAgain(t *testing.T) {
+	const key = "lost-reply"
+	srv, admin := startRedis(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	proxy := faultproxy.New(t, srv.Addr())
+	c := srv.Client(t, func(o *redis.Options) { o.Addr = proxy.Addr() }) // go-redis's default: 3 retries
+	l := newLocker(t, c, lock.WithTTL(10*time.Second))
+	if err := c.Ping(ctx).Err(); err != nil { // the connection, before the replies slow down
+		t.Fatal(err)
+	}
+	proxy.Latency(time.Second)
+	failed := make(chan error, 1)
+	go func() {
+		lease, err := l.TryAcquire(ctx, key)
+		if err == nil {
+			_ = lease.Release(ctx)
+		}
+		failed <- err
+	}()
+	waitFor(t, 5*time.Second, "the acquire script to run", func() bool { return admin.Exists(ctx, key).Val() == 1 })
+	proxy.Cut() // the reply is lost with its connection
+	proxy.Reset()
+	proxy.Restore()
+	err := <-failed
+	if err == nil || errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("TryAcquire = %v, want the lost reply's error (sent again, the script finds the caller's own key held)", err)
+	}
+	waitFor(t, 5*time.Second, "the Locker to give the key back", func() bool { return admin.Exists(ctx, key).Val() == 0 })
+}
