@@ -6,23 +6,12 @@ SPDX-License-Identifier: Apache-2.0
 package lockctl
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/redlease/redlease/pkg/lock"
-)
-
-// Timeouts of the --ready-addr server: probes are tiny requests from the
-// kubelet, so anything slow is a client to drop.
-const (
-	readyHeaderTimeout = 5 * time.Second
-	readyIOTimeout     = 10 * time.Second
-	readyIdleTimeout   = 60 * time.Second
 )
 
 // readiness is what `run --ready-addr` serves, for probes: GET /readyz
@@ -37,8 +26,7 @@ const (
 //
 // A nil *readiness (no --ready-addr) does nothing.
 type readiness struct {
-	srv    *http.Server
-	served chan struct{} // closed when Serve returns
+	http *httpServer
 
 	mu sync.Mutex
 	// lease is the lease COMMAND runs under; nil while waiting and once
@@ -53,36 +41,16 @@ type readiness struct {
 // serveReadiness listens on addr and serves /readyz (503 "waiting for the
 // lock" until serving is called) and /livez.
 func serveReadiness(addr string, stderr io.Writer) (*readiness, error) {
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return nil, exit(ExitUsage, fmt.Errorf("--ready-addr %q: want HOST:PORT or :PORT, e.g. :8090: %w", addr, err))
-	}
-	ln, err := net.Listen("tcp", addr) //nolint:noctx // a listener for the whole life of the process; there is no context to end it but Close
-	if err != nil {
-		return nil, exit(ExitError, fmt.Errorf("--ready-addr: %w", err))
-	}
-	r := &readiness{why: "waiting for the lock", served: make(chan struct{})}
+	r := &readiness{why: "waiting for the lock"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /readyz", r.readyz) // GET patterns match HEAD too
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) { reply(w, http.StatusOK, "ok") })
-	var protocols http.Protocols
-	protocols.SetHTTP1(true) // no HTTP/2 (nor h2c): probes need none of it, and it has had denial-of-service flaws
-	r.srv = &http.Server{
-		Handler:           mux,
-		Protocols:         &protocols,
-		ReadHeaderTimeout: readyHeaderTimeout,
-		ReadTimeout:       readyIOTimeout,
-		WriteTimeout:      readyIOTimeout,
-		IdleTimeout:       readyIdleTimeout,
-		MaxHeaderBytes:    8 << 10,
+	// If the server stops, /livez fails from then on: the kubelet restarts
+	// the container.
+	var err error
+	if r.http, err = serveHTTP("--ready-addr", addr, "/readyz and /livez", mux, stderr); err != nil {
+		return nil, err
 	}
-	printf(stderr, "lockctl: serving /readyz and /livez on %s\n", ln.Addr())
-	go func() {
-		defer close(r.served)
-		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			// /livez fails from now on: the kubelet restarts the container.
-			printf(stderr, "lockctl: --ready-addr server stopped: %v\n", err)
-		}
-	}()
 	return r, nil
 }
 
@@ -117,8 +85,7 @@ func (r *readiness) close() {
 		return
 	}
 	r.stop("exiting")
-	_ = r.srv.Close() // lockctl exits next: connections in flight end with it
-	<-r.served
+	r.http.close()
 }
 
 // readyz answers 200 while COMMAND runs under a lease that is still held.

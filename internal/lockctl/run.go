@@ -23,7 +23,7 @@ func newRunCommand(stderr io.Writer, log *redisLog) *cobra.Command {
 		readyAddr string
 	)
 	cmd := &cobra.Command{
-		Use:   "run (--lock NAMESPACE/NAME | --redis URL --key K [--permits N]) [--wait D] [--conflict-exit-code N] [--unavailable-exit-code N] [--ready-addr ADDR] -- COMMAND [ARGS...]",
+		Use:   "run (--lock NAMESPACE/NAME | --redis URL --key K [--permits N]) [--wait D] [--conflict-exit-code N] [--unavailable-exit-code N] [--ready-addr ADDR] [--metrics-addr ADDR] -- COMMAND [ARGS...]",
 		Short: "Run a command while holding the lock",
 		Long: `Acquire the lock, run COMMAND while the lease is renewed, release it when
 COMMAND exits, and exit with COMMAND's exit code.
@@ -55,7 +55,11 @@ under a held lease; 503 while it waits for the lock, once SIGTERM, SIGINT or
 SIGQUIT came (SIGHUP is only forwarded), once the lease is lost and once
 COMMAND has exited. GET /livez answers 200 while lockctl runs. Replicas of a
 Deployment that probe /readyz have one Ready pod, the holder: active/standby
-without code changes. Without --wait, a standby waits until it is stopped.`,
+without code changes. Without --wait, a standby waits until it is stopped.
+
+With --metrics-addr, lockctl serves GET /metrics: the lock's metrics
+(redlease_lock_*: leases held, acquisitions, renewals, leases lost) and the
+process's, for Prometheus, from before the wait until it exits.`,
 		Example: `  lockctl run --lock billing/nightly-settlement --wait 5m -- ./settle --date today
   lockctl run --redis redis://localhost:6379 --key reports --ttl 30s -- make report
   lockctl run --lock shop/checkout-leader --ready-addr :8090 -- /app/checkout

@@ -43,16 +43,26 @@ type session struct {
 	lease   *lock.Lease
 	signals chan os.Signal
 	codes   exitCodes
+	metrics *httpServer // --metrics-addr; nil without
 }
 
 // takeLock opens the target and acquires as --wait says; go-redis's log
 // lines name the lock from then on. The caller closes the session.
 func takeLock(cmd *cobra.Command, target *targetFlags, wait waitFlags, log *redisLog) (*session, error) {
 	s := &session{signals: make(chan os.Signal, 4), codes: wait.codes}
+	if addr := target.take.metricsAddr; addr != "" {
+		// Before the wait: a waiting process's metrics are scraped too.
+		reg, srv, err := serveMetrics(addr, cmd.ErrOrStderr())
+		if err != nil {
+			return nil, err
+		}
+		target.take.metrics, s.metrics = reg, srv
+	}
 	signal.Notify(s.signals, stopSignals...)
 	l, err := target.open(cmd.Context())
 	if err != nil {
 		signal.Stop(s.signals)
+		s.metrics.close()
 		return nil, err
 	}
 	s.locker = l
@@ -107,4 +117,5 @@ func (s *session) release() error {
 func (s *session) close() {
 	signal.Stop(s.signals)
 	_ = s.Close() // the locker's Close: the lease is released or lost by now, nothing is left to undo
+	s.metrics.close()
 }

@@ -78,6 +78,13 @@ var servingOn = regexp.MustCompile(`serving /readyz and /livez on (\S+)`)
 func startReplica(t *testing.T, name, child string, args ...string) *replica {
 	t.Helper()
 	args = append(append([]string{"run"}, args...), "--identity", name, "--ready-addr", "127.0.0.1:0", "--", "sh", "-c", child)
+	return startServing(t, name, servingOn, args)
+}
+
+// startServing starts lockctl ARGS as name and waits until its stderr says
+// (serving, whose first group is the address) that it serves.
+func startServing(t *testing.T, name string, serving *regexp.Regexp, args []string) *replica {
+	t.Helper()
 	r := &replica{name: name, cmd: program(context.Background(), binary, args...), stderr: &syncBuffer{}, exited: make(chan struct{})}
 	r.cmd.Dir = t.TempDir() // a SIGQUIT's core dump would land there
 	r.cmd.Stderr = r.stderr
@@ -95,7 +102,7 @@ func startReplica(t *testing.T, name, child string, args ...string) *replica {
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if m := servingOn.FindStringSubmatch(r.stderr.String()); m != nil {
+		if m := serving.FindStringSubmatch(r.stderr.String()); m != nil {
 			r.addr = m[1]
 			return r
 		}
@@ -105,7 +112,7 @@ func startReplica(t *testing.T, name, child string, args ...string) *replica {
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s does not serve /readyz; stderr:\n%s", name, r.stderr.String())
+			t.Fatalf("%s does not serve (%s); stderr:\n%s", name, serving, r.stderr.String())
 		}
 	}
 }

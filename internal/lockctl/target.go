@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/redlease/redlease/api/v1alpha1"
@@ -36,9 +37,13 @@ type targetFlags struct {
 
 // takeFlags shape a lease: only the commands that take the lock have them.
 type takeFlags struct {
-	ttl      time.Duration
-	fifo     bool
-	identity string
+	ttl         time.Duration
+	fifo        bool
+	identity    string
+	metricsAddr string
+	// metrics is where the lock's metrics go (set by takeLock when
+	// --metrics-addr serves them); nil: nowhere.
+	metrics prometheus.Registerer
 }
 
 // redisPasswordEnv holds the password of --redis URLs without one, as
@@ -60,6 +65,7 @@ func (f *targetFlags) registerTake(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.take.ttl, "ttl", lock.DefaultTTL, "with --redis: the lease TTL (a DistributedLock brings its own)")
 	fs.BoolVar(&f.take.fifo, "fifo", false, "with --redis: strict FIFO, a free lock always goes to the first in line (a DistributedLock brings its own spec.fairness)")
 	fs.StringVar(&f.take.identity, "identity", "", "holder identity (default: $POD_NAME or hostname, and pid)")
+	fs.StringVar(&f.take.metricsAddr, "metrics-addr", "", "serve the lock's metrics (redlease_lock_*) and the process's at GET /metrics on this address, e.g. :9090, for Prometheus")
 }
 
 // handle is the one shape of a lock bound to its key: *lock.Mutex,
@@ -129,6 +135,9 @@ func (f *targetFlags) open(ctx context.Context) (*locker, error) {
 	var opts []lock.Option
 	if f.take.identity != "" {
 		opts = append(opts, lock.WithIdentity(f.take.identity))
+	}
+	if f.take.metrics != nil {
+		opts = append(opts, lock.WithMetrics(f.take.metrics))
 	}
 	switch {
 	case f.lock != "" && f.redis != "":
