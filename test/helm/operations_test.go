@@ -65,9 +65,8 @@ func TestExtraVolumes(t *testing.T) {
 
 // TestPrometheusRule: off by default; on, the alerts, each with a
 // severity and a runbook_url under prometheusRule.runbookURL, on metrics
-// the code defines (controller-runtime's own aside); the manager's alerts
-// only where the chart knows how the manager is scraped (its
-// ServiceMonitor), the leader's only with leader election.
+// the code defines (controller-runtime's own aside; test/monitoring
+// parses every expression); the lease-loss alert always critical.
 func TestPrometheusRule(t *testing.T) {
 	t.Parallel()
 	if m := render(t); len(m.ofKind("PrometheusRule")) != 0 {
@@ -78,24 +77,13 @@ func TestPrometheusRule(t *testing.T) {
 	if pr.GetAPIVersion() != "monitoring.coreos.com/v1" || pr.GetLabels()["release"] != "prom" {
 		t.Errorf("PrometheusRule %s labels %v", pr.GetAPIVersion(), pr.GetLabels())
 	}
-	groups, _, _ := unstructured.NestedSlice(pr.Object, "spec", "groups")
-	if len(groups) != 1 {
-		t.Fatalf("groups = %v", groups)
-	}
-	rules, _, _ := unstructured.NestedSlice(groups[0].(map[string]any), "rules")
 	alerts := map[string]map[string]any{}
-	for _, r := range rules {
-		rule := r.(map[string]any)
+	for _, rule := range ruleList(t, m) {
 		alerts[rule["alert"].(string)] = rule
 	}
 	for _, want := range []string{"RedleaseLockNotReady", "RedleaseStoreNotReady", "RedleaseUnsafeRedisSettings", "RedleaseLeasesLost", "RedleaseFenceFloorRaised", "RedleaseReconcileErrors"} {
 		if alerts[want] == nil {
 			t.Errorf("no alert %s in %v", want, alerts)
-		}
-	}
-	for _, manager := range []string{"RedleaseManagerAbsent", "RedleaseManagerNotLeading"} {
-		if alerts[manager] != nil {
-			t.Errorf("alert %s without serviceMonitor.enabled: the chart does not know the manager's job", manager)
 		}
 	}
 	if a := alerts["RedleaseLockNotReady"]; a != nil && (a["for"] != "30m" || a["labels"].(map[string]any)["severity"] != "critical" ||
@@ -117,14 +105,28 @@ func TestPrometheusRule(t *testing.T) {
 			}
 		}
 	}
+	m = render(t, "--set", "prometheusRule.enabled=true,prometheusRule.severity=info")
+	for _, rule := range ruleList(t, m) {
+		if rule["alert"] == "RedleaseLeasesLost" && rule["labels"].(map[string]any)["severity"] != "critical" {
+			t.Errorf("RedleaseLeasesLost with prometheusRule.severity=info: labels %v, want severity critical", rule["labels"])
+		}
+	}
+}
+
+// TestManagerAlerts: the manager's alerts only where the chart knows how
+// the manager is scraped (its ServiceMonitor names the job), the leader's
+// only with leader election; runbook_url follows prometheusRule.runbookURL.
+func TestManagerAlerts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		set  string
 		want []string // the manager's alerts
 	}{
+		{"serviceMonitor.enabled=false", nil},
 		{"serviceMonitor.enabled=true", []string{"RedleaseManagerAbsent", "RedleaseManagerNotLeading"}},
 		{"serviceMonitor.enabled=true,leaderElection.enabled=false", []string{"RedleaseManagerAbsent"}},
 	} {
-		m := render(t, "--set", "prometheusRule.enabled=true,prometheusRule.runbookURL=https://wiki.example/redlease/,"+tc.set)
+		m := render(t, "--set", "prometheusRule.enabled=true,prometheusRule.runbookURL=https://wiki.example/redlease,"+tc.set)
 		var got []string
 		for _, r := range ruleList(t, m) {
 			name := r["alert"].(string)
@@ -137,15 +139,6 @@ func TestPrometheusRule(t *testing.T) {
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: the manager's alerts %v, want %v", tc.set, got, tc.want)
-		}
-	}
-	// The lease-loss alert is critical whatever prometheusRule.severity says.
-	m = render(t, "--set", "prometheusRule.enabled=true,prometheusRule.severity=info")
-	groups, _, _ = unstructured.NestedSlice(m.must("PrometheusRule", namespace, managerName).Object, "spec", "groups")
-	rules, _, _ = unstructured.NestedSlice(groups[0].(map[string]any), "rules")
-	for _, r := range rules {
-		if rule := r.(map[string]any); rule["alert"] == "RedleaseLeasesLost" && rule["labels"].(map[string]any)["severity"] != "critical" {
-			t.Errorf("RedleaseLeasesLost with prometheusRule.severity=info: labels %v, want severity critical", rule["labels"])
 		}
 	}
 }
