@@ -33,10 +33,10 @@ vet: ## go vet ./...
 	go vet ./...
 
 # The modules golangci-lint checks, each with the one .golangci.yml at the root.
-LINT_MODULES := . bench hack/ocibuild
+LINT_MODULES := . bench hack/ocibuild test/monitoring
 
 .PHONY: lint
-lint: vet ## golangci-lint (.golangci.yml) over the root module, bench/ and hack/ocibuild; gofmt check; go vet.
+lint: vet ## golangci-lint (.golangci.yml) over the root module, bench/, hack/ocibuild and test/monitoring; gofmt check; go vet.
 	@hack/install-tools.sh golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@rc=0; for m in $(LINT_MODULES); do \
@@ -54,7 +54,7 @@ generate: tools-gen ## Generate deepcopy code from kubebuilder markers.
 	@if [ -d api ]; then $(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."; else echo "generate: no api/ yet"; fi
 
 # Every module of the repository: each must be tidy.
-GO_MODULES := . bench hack/tools hack/ocibuild
+GO_MODULES := . bench hack/tools hack/ocibuild test/monitoring
 
 .PHONY: tidy-check
 tidy-check: ## Fail when any module's go.mod/go.sum is not tidy (go mod tidy -diff).
@@ -73,6 +73,7 @@ test: tools redis postgres verify helm-lint ## Install what tests need, verify, 
 	@echo "internal/protocol again, through the function library (-protocol.functions)"
 	go test $(GO_TEST_FLAGS) ./internal/protocol/ -args -protocol.functions
 	cd hack/ocibuild && go test -count=1 ./...
+	cd test/monitoring && go test -count=1 ./...
 	NODE_OPTIONAL=1 hack/node/run.sh
 	SERVERS_SKIP_INSTALLED=1 hack/test-servers.sh
 

@@ -41,6 +41,10 @@ const (
 	// managerClusterRole holds the manager's cluster-scoped rules when
 	// watchNamespaces puts the rest in Roles.
 	managerClusterRole = "redlease-manager-cluster-role"
+	// managerControllers are the controller-runtime controller names the
+	// manager registers (controllers/watches.go: Named("distributedlock")
+	// and Named(string(kind)) for the stores), as a PromQL regex.
+	managerControllers = "distributedlock|LockStore|ClusterLockStore"
 	generatedCRD       = "config/crd/bases"
 	generatedRBA       = "config/rbac/role.yaml"
 )

@@ -63,8 +63,10 @@ func TestExtraVolumes(t *testing.T) {
 	}
 }
 
-// TestPrometheusRule: off by default; on, the five alerts, each with a
-// severity, on metrics the code defines (controller-runtime's own aside).
+// TestPrometheusRule: off by default; on, the alerts, each with a
+// severity and a runbook_url under prometheusRule.runbookURL, on metrics
+// the code defines (controller-runtime's own aside; test/monitoring
+// parses every expression); the lease-loss alert always critical.
 func TestPrometheusRule(t *testing.T) {
 	t.Parallel()
 	if m := render(t); len(m.ofKind("PrometheusRule")) != 0 {
@@ -75,17 +77,11 @@ func TestPrometheusRule(t *testing.T) {
 	if pr.GetAPIVersion() != "monitoring.coreos.com/v1" || pr.GetLabels()["release"] != "prom" {
 		t.Errorf("PrometheusRule %s labels %v", pr.GetAPIVersion(), pr.GetLabels())
 	}
-	groups, _, _ := unstructured.NestedSlice(pr.Object, "spec", "groups")
-	if len(groups) != 1 {
-		t.Fatalf("groups = %v", groups)
-	}
-	rules, _, _ := unstructured.NestedSlice(groups[0].(map[string]any), "rules")
 	alerts := map[string]map[string]any{}
-	for _, r := range rules {
-		rule := r.(map[string]any)
+	for _, rule := range ruleList(t, m) {
 		alerts[rule["alert"].(string)] = rule
 	}
-	for _, want := range []string{"RedleaseLockNotReady", "RedleaseUnsafeRedisSettings", "RedleaseLeasesLost", "RedleaseFenceFloorRaised", "RedleaseReconcileErrors"} {
+	for _, want := range []string{"RedleaseLockNotReady", "RedleaseStoreNotReady", "RedleaseUnsafeRedisSettings", "RedleaseLeasesLost", "RedleaseFenceFloorRaised", "RedleaseReconcileErrors"} {
 		if alerts[want] == nil {
 			t.Errorf("no alert %s in %v", want, alerts)
 		}
@@ -99,19 +95,50 @@ func TestPrometheusRule(t *testing.T) {
 		if sev, _ := a["labels"].(map[string]any)["severity"].(string); sev == "" {
 			t.Errorf("alert %s has no severity", name)
 		}
+		want := "https://github.com/redlease/redlease/blob/main/docs/runbooks.md#" + strings.ToLower(name)
+		if url, _ := a["annotations"].(map[string]any)["runbook_url"].(string); url != want {
+			t.Errorf("alert %s: runbook_url %q, want %q", name, url, want)
+		}
 		for _, metric := range regexp.MustCompile(`redlease_[a-z_]+`).FindAllString(a["expr"].(string), -1) {
 			if !defined[metric] {
 				t.Errorf("alert %s uses %s, which no Go code defines (renamed metric?)", name, metric)
 			}
 		}
 	}
-	// The lease-loss alert is critical whatever prometheusRule.severity says.
 	m = render(t, "--set", "prometheusRule.enabled=true,prometheusRule.severity=info")
-	groups, _, _ = unstructured.NestedSlice(m.must("PrometheusRule", namespace, managerName).Object, "spec", "groups")
-	rules, _, _ = unstructured.NestedSlice(groups[0].(map[string]any), "rules")
-	for _, r := range rules {
-		if rule := r.(map[string]any); rule["alert"] == "RedleaseLeasesLost" && rule["labels"].(map[string]any)["severity"] != "critical" {
+	for _, rule := range ruleList(t, m) {
+		if rule["alert"] == "RedleaseLeasesLost" && rule["labels"].(map[string]any)["severity"] != "critical" {
 			t.Errorf("RedleaseLeasesLost with prometheusRule.severity=info: labels %v, want severity critical", rule["labels"])
+		}
+	}
+}
+
+// TestManagerAlerts: the manager's alerts only where the chart knows how
+// the manager is scraped (its ServiceMonitor names the job), the leader's
+// only with leader election; runbook_url follows prometheusRule.runbookURL.
+func TestManagerAlerts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		set  string
+		want []string // the manager's alerts
+	}{
+		{"serviceMonitor.enabled=false", nil},
+		{"serviceMonitor.enabled=true", []string{"RedleaseManagerAbsent", "RedleaseManagerNotLeading"}},
+		{"serviceMonitor.enabled=true,leaderElection.enabled=false", []string{"RedleaseManagerAbsent"}},
+	} {
+		m := render(t, "--set", "prometheusRule.enabled=true,prometheusRule.runbookURL=https://wiki.example/redlease,"+tc.set)
+		var got []string
+		for _, r := range ruleList(t, m) {
+			name := r["alert"].(string)
+			if strings.HasPrefix(name, "RedleaseManager") {
+				got = append(got, name)
+			}
+			if url := r["annotations"].(map[string]any)["runbook_url"]; url != "https://wiki.example/redlease#"+strings.ToLower(name) {
+				t.Errorf("%s: alert %s runbook_url %v", tc.set, name, url)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: the manager's alerts %v, want %v", tc.set, got, tc.want)
 		}
 	}
 }
@@ -147,4 +174,19 @@ func TestMetricsCertificate(t *testing.T) {
 	if _, err := helmTemplate(t, chartDir(t), "--set", "metrics.certSecret=x,metrics.secure=false"); err == nil || !strings.Contains(err.Error(), "metrics.certSecret needs metrics.secure") {
 		t.Errorf("a certificate for plain HTTP: err = %v, want a readable refusal", err)
 	}
+}
+
+// ruleList is the rules of the manifest's one PrometheusRule group.
+func ruleList(t *testing.T, m *manifest) []map[string]any {
+	t.Helper()
+	groups, _, _ := unstructured.NestedSlice(m.must("PrometheusRule", namespace, managerName).Object, "spec", "groups")
+	if len(groups) != 1 {
+		t.Fatalf("groups = %v", groups)
+	}
+	rules, _, _ := unstructured.NestedSlice(groups[0].(map[string]any), "rules")
+	out := make([]map[string]any, 0, len(rules))
+	for _, r := range rules {
+		out = append(out, r.(map[string]any))
+	}
+	return out
 }

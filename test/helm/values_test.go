@@ -222,11 +222,19 @@ func TestGrafanaDashboard(t *testing.T) {
 		"redlease_controller_locks",
 		"redlease_controller_lock_ready", // per lock
 		"redlease_controller_lock_holder_since_timestamp_seconds",
-		`controller_runtime_reconcile_total{controller="distributedlock"}`,
+		"controller_runtime_reconcile_total",
 		"controller_runtime_reconcile_time_seconds_bucket",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no dashboard query uses %s", want)
+		}
+	}
+	// The reconcile panels cover the three controllers, not one.
+	for _, e := range exprs {
+		if strings.Contains(e, "controller_runtime_") || strings.Contains(e, "workqueue_") {
+			if !strings.Contains(e, `=~"`+managerControllers+`"`) {
+				t.Errorf("the dashboard query %s does not select the three controllers (%s)", e, managerControllers)
+			}
 		}
 	}
 	defined := definedMetrics(t)
