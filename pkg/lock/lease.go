@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Lease is one holding of a lock key. It ends when released, when the key is
@@ -18,6 +20,9 @@ type Lease struct {
 	value      string
 	fence      uint64
 	acquiredAt time.Time
+	// acquiredIn is the acquire span's (WithTracerProvider): later spans
+	// of the lease link to it.
+	acquiredIn trace.SpanContext
 
 	mu         sync.Mutex
 	validUntil time.Time
@@ -150,10 +155,12 @@ func (s *Lease) settle(sent time.Time, ttl time.Duration, ok bool, err error) er
 	cfg := &s.locker.cfg
 	if err != nil {
 		s.locker.metrics.renewals.WithLabelValues("error").Inc()
+		s.locker.tracing.renewFailed(s, sent, err)
 		return err
 	}
 	if !ok {
 		s.locker.metrics.renewals.WithLabelValues("not_owner").Inc()
+		s.locker.tracing.renewFailed(s, sent, nil)
 		lost := fmt.Errorf("%w: key %q is no longer ours", ErrLeaseLost, s.key)
 		s.end(lost, "not_owner")
 		return lost
@@ -249,6 +256,7 @@ func (s *Lease) end(err error, reason string) bool {
 	l.metrics.holdSeconds.Observe(l.cfg.clock.Now().Sub(s.acquiredAt).Seconds())
 	if reason != "" {
 		l.metrics.lost.WithLabelValues(reason).Inc()
+		l.tracing.lost(s, reason, err)
 		l.cfg.logger.Info("lease lost", "key", s.key, "fence", s.fence, "reason", err.Error())
 	}
 	return true

@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/redlease/redlease/internal/backoff"
 	"github.com/redlease/redlease/internal/protocol"
 )
@@ -22,6 +24,7 @@ type Locker struct {
 	backend backend
 	events  *events
 	metrics *metrics
+	tracing tracing
 	// watchdog renews the leases; nil with WithoutWatchdog.
 	watchdog *watchdog
 
@@ -67,6 +70,7 @@ func newLocker(cfg config, b backend) (*Locker, error) {
 		backend: b,
 		events:  newEvents(b.subscribers(), cfg.clock, cfg.handoffWindow(), cfg.identity, m),
 		metrics: m,
+		tracing: newTracing(cfg.tracer),
 		leases:  map[*Lease]struct{}{},
 		closing: make(chan struct{}),
 	}
@@ -85,6 +89,7 @@ func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lease, error) {
 
 func (l *Locker) tryAcquire(ctx context.Context, t target) (*Lease, error) {
 	start := l.cfg.clock.Now()
+	ctx = l.tracing.startAcquire(ctx, t.key, true)
 	var lease *Lease
 	err := l.enter()
 	if err == nil {
@@ -92,9 +97,11 @@ func (l *Locker) tryAcquire(ctx context.Context, t target) (*Lease, error) {
 		var c claim
 		if c, err = l.newClaim(t); err == nil {
 			lease, _, err = l.try(ctx, t, c)
+			l.tracing.tried(ctx, 1, err)
 		}
 	}
 	l.metrics.observeAcquire(l.cfg.clock.Now().Sub(start), err)
+	l.tracing.endAcquire(ctx, lease, err)
 	return lease, err
 }
 
@@ -125,6 +132,7 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
 
 func (l *Locker) acquireTimed(ctx context.Context, t target) (*Lease, error) {
 	start := l.cfg.clock.Now()
+	ctx = l.tracing.startAcquire(ctx, t.key, false)
 	var lease *Lease
 	err := l.enter()
 	if err == nil {
@@ -132,6 +140,7 @@ func (l *Locker) acquireTimed(ctx context.Context, t target) (*Lease, error) {
 		l.calls.Done() // after acquire's deferred leave was handed to the backend
 	}
 	l.metrics.observeAcquire(l.cfg.clock.Now().Sub(start), err)
+	l.tracing.endAcquire(ctx, lease, err)
 	return lease, err
 }
 
@@ -170,12 +179,13 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 		}
 	}
 	var attempts seenAttempts
-	for {
+	for n := 1; ; n++ {
 		if lease := l.handedOver(ctx, t, c, w, &attempts); lease != nil {
 			c.queued = false // the hand-off took it out of the line
 			return lease, nil
 		}
 		lease, spent, err := l.try(ctx, t, c)
+		l.tracing.tried(ctx, n, err)
 		if err == nil {
 			c.queued = false // the acquire script took it out of the line
 			return lease, nil
@@ -272,15 +282,20 @@ func (l *Locker) try(ctx context.Context, t target, c claim) (lease *Lease, spen
 		l.releaseQuietly(t, c.value)
 		return nil, true, &NotAcquiredError{Key: key, Permits: t.permits, Reason: "validity ran out before the acquisition completed"}
 	}
-	lease, err = l.hold(t, c.value, a.fence, sent, validUntil, l.cfg.renewInterval)
+	lease, err = l.hold(ctx, t, c.value, a.fence, sent, validUntil, l.cfg.renewInterval)
+	if err == nil {
+		l.tracing.via(ctx, "attempt")
+	}
 	return lease, err != nil, err
 }
 
 // hold starts the lease of value on t, valid until validUntil (counted
 // from sent), whose first renewal is due after firstRenewal; ErrClosed
-// (and value given back) when the Locker closed meanwhile.
-func (l *Locker) hold(t target, value string, fence uint64, sent, validUntil time.Time, firstRenewal time.Duration) (*Lease, error) {
+// (and value given back) when the Locker closed meanwhile. ctx is the
+// acquisition's, for its span only: it never bounds the lease.
+func (l *Locker) hold(ctx context.Context, t target, value string, fence uint64, sent, validUntil time.Time, firstRenewal time.Duration) (*Lease, error) {
 	lease := newLease(l, t, value, fence, sent, validUntil)
+	lease.acquiredIn = trace.SpanContextFromContext(ctx)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redlease/redlease/internal/protocol"
 )
@@ -29,6 +30,7 @@ type config struct {
 	clock         Clock
 	logger        logr.Logger
 	registerer    prometheus.Registerer
+	tracer        trace.TracerProvider
 	closeTimeout  time.Duration
 	nodeTimeout   time.Duration // Redlock; 0: nodeTimeoutFor's default
 	functions     Functions
@@ -220,6 +222,15 @@ func WithLogger(l logr.Logger) Option { return func(c *config) { c.logger = l } 
 // WithMetrics registers the redlease_lock_* metrics with r. Default: no
 // metrics. Several Lockers may share one registerer.
 func WithMetrics(r prometheus.Registerer) Option { return func(c *config) { c.registerer = r } }
+
+// WithTracerProvider makes OpenTelemetry spans with tp: one per Acquire
+// and TryAcquire (a child of the span in its context, with an event per
+// attempt and how the lease came), one per failed renewal and one per lost
+// lease, each linked to its lease's acquire span (pkg/lock/tracing.go
+// names them and their attributes; no lock value is ever in one). The
+// library depends on the OpenTelemetry API only: bring the SDK and
+// exporter. Default: none, at no cost.
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tracer = tp } }
 
 func (c *config) validate() error {
 	if c.renewInterval == 0 {
