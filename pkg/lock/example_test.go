@@ -181,3 +181,33 @@ func ExampleLocker_Semaphore() {
 	// 2 held, by worker-3
 	// <nil> <nil>
 }
+
+// goService is the Go code of docs/library.md's "A lock in a Go service",
+// as the page shows it (test/docs's TestGoSnippets compares them), so that
+// it compiles.
+func goService(ctx context.Context) error {
+	client := redis.NewClient(&redis.Options{Addr: "redis:6379"})
+	locker, err := lock.New(client, lock.WithTTL(10*time.Second))
+	if err != nil {
+		return err
+	}
+	defer locker.Close() //nolint:errcheck // the page's snippet stays short; Example shows the errors handled
+
+	lease, err := locker.Acquire(ctx, "nightly-settlement") // ctx bounds the wait only
+	if err != nil {
+		return err
+	}
+	defer lease.Release(context.Background()) //nolint:errcheck // as above
+
+	// Bind the work to the lease: its context ends the moment the lease does.
+	return settle(lease.Context(), lease.Fence())
+}
+
+// settle stands for the work done under the lock: it stops when ctx ends
+// and sends fence with every write, so the store refuses a late one.
+func settle(ctx context.Context, fence uint64) error {
+	_, _ = ctx, fence
+	return nil
+}
+
+var _ = goService // compiled, not run: it needs a Redis at redis:6379

@@ -1,7 +1,8 @@
 // Package docs_test fails when the documentation and the code drift apart:
-// a protocol version, a metric or a chart value the docs name that the
-// code lacks, and lockctl and manager flags and condition reasons missing
-// from either side.
+// a protocol version, a metric, a chart value or a test the docs name that
+// the code lacks, lockctl and manager flags and condition reasons missing
+// from either side, a relative link or anchor that leads nowhere, and a Go
+// snippet that is not a compiled example.
 package docs_test
 
 import (
