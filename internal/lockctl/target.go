@@ -197,9 +197,15 @@ func (f *targetFlags) password() (string, error) {
 	if f.passwordFile == "" {
 		return os.Getenv(redisPasswordEnv), nil
 	}
-	b, err := os.ReadFile(f.passwordFile)
+	return readPasswordFile("--redis-password-file", f.passwordFile)
+}
+
+// readPasswordFile reads the password in file, given by flag, without its
+// trailing newline (a Secret made with echo has one).
+func readPasswordFile(flag, file string) (string, error) {
+	b, err := os.ReadFile(file) //nolint:gosec // G304: the file the user named
 	if err != nil {
-		return "", exit(ExitUsage, fmt.Errorf("--redis-password-file: %w", err))
+		return "", exit(ExitUsage, fmt.Errorf("%s: %w", flag, err))
 	}
 	return strings.TrimRight(string(b), "\r\n"), nil
 }
