@@ -89,7 +89,7 @@ func isSemaphoreRead(rr holderRead) bool { return redis.HasErrorPrefix(rr.err, "
 // lock's (permits raised while the lock is held: observe it as one); a
 // failed read leaves the previous observation in status.
 func (r *DistributedLockReconciler) observePermits(ctx context.Context, rd *round) bool {
-	reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(rd.master.client), []string{rd.key}, v1alpha1.MaxStatusHolders)
+	reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(rd.master.client), []string{rd.key}, statusReadLimits)
 	p := reads[0].Permits
 	switch {
 	case errs[0] != nil:

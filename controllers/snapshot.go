@@ -30,6 +30,11 @@ import (
 // enough that one round's replies stay well under a megabyte.
 const batchKeys = 512
 
+// statusReadLimits bound the controller's reads of a key to what status
+// shows: the first MaxStatusHolders of a semaphore's holders, and of the
+// waiting line the count and the oldest arrival, no member.
+var statusReadLimits = protocol.ReadLimits{Permits: v1alpha1.MaxStatusHolders}
+
 // holderSnapshots keeps what each store's last batched read found for the
 // locks on it, so that a lock's reconcile takes its key's state from memory
 // instead of a round trip of its own: the locks on a store cost one
@@ -205,7 +210,7 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 func readServerKeys(ctx context.Context, c *redis.Client, addr string, keys []string, snap *holderSnapshot, mu *sync.Mutex) {
 	for start := 0; start < len(keys); start += batchKeys {
 		chunk := keys[start:min(start+batchKeys, len(keys))]
-		reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), chunk, v1alpha1.MaxStatusHolders)
+		reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), chunk, statusReadLimits)
 		mu.Lock()
 		for i, key := range chunk {
 			switch {

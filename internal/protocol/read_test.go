@@ -35,7 +35,7 @@ func TestReadKeysIsBounded(t *testing.T) {
 	}
 	before := sentBytes(t, srv)
 	keys := []string{"team-a/big", "team-a/ours", "team-a/sem", "team-a/bad", "team-a/free"}
-	reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), keys, 16)
+	reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), keys, protocol.ReadLimits{Permits: 16})
 	if d := sentBytes(t, srv) - before; d > 16<<10 {
 		t.Errorf("the server sent %d bytes for the reads, want a few KiB", d)
 	}

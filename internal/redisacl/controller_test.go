@@ -40,6 +40,7 @@ func TestControllerSetUser(t *testing.T) {
 	for _, cmd := range [][]any{
 		{"set", lockKey, "holder-value", "px", 60000},
 		{"set", protocol.FenceKey(lockKey), 7},
+		{"zadd", protocol.LineKey(lockKey), time.Now().UnixMicro(), "waiter-value"},
 		{"zadd", semKey, exp, "permit-value"},
 		{"hset", protocol.HoldersKey(semKey), "permit-value", "3 " + strconv.FormatInt(time.Now().UnixMilli(), 10)},
 	} {
@@ -67,13 +68,14 @@ func TestControllerSetUser(t *testing.T) {
 				"INFO":   func(ctx context.Context) error { return c.Info(ctx).Err() },
 				"SELECT": func(ctx context.Context) error { return c.Do(ctx, "select", 0).Err() },
 				"reading a lock and a semaphore": func(ctx context.Context) error {
-					reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), []string{lockKey, semKey}, 10)
+					reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), []string{lockKey, semKey}, protocol.ReadLimits{Permits: 10, Waiters: 10})
 					for _, err := range errs {
 						if err != nil {
 							return err
 						}
 					}
-					if !reads[0].Holder.Held || reads[1].Permits == nil || reads[1].Permits.Live != 1 {
+					// The line too: a user without ZCARD reads no line.
+					if !reads[0].Holder.Held || reads[0].Holder.Line == nil || reads[0].Holder.Line.Count != 1 || reads[1].Permits == nil || reads[1].Permits.Live != 1 {
 						return fmt.Errorf("read %+v", reads)
 					}
 					return nil
