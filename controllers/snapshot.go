@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,6 +73,9 @@ type permitsRead struct {
 	fence uint64
 	// confirmed is a digest of the confirmed holders' identities and fences.
 	confirmed string
+	// waiting is status.waiting's count and oldest start ("" when the
+	// line was not read).
+	waiting string
 }
 
 func readOfPermits(p protocol.Permits) permitsRead {
@@ -81,7 +85,11 @@ func readOfPermits(p protocol.Permits) permitsRead {
 			fmt.Fprintf(&b, "%s/%d ", h.Identity, h.Fence)
 		}
 	}
-	return permitsRead{held: p.Live, fence: p.Fence, confirmed: b.String()}
+	var waiting string
+	if w := lockWaiting(p.Line); w != nil {
+		waiting = fmt.Sprintf("%d %v", w.Count, w.OldestSince)
+	}
+	return permitsRead{held: p.Live, fence: p.Fence, confirmed: b.String(), waiting: waiting}
 }
 
 type serverKey struct{ addr, key string }
@@ -123,9 +131,10 @@ func (s *holderSnapshots) put(store string, snap *holderSnapshot) []serverKey {
 }
 
 // holderMoved: what a lock's status shows of its key changed (the TTL
-// alone is not shown).
+// alone is not shown), its waiting line included.
 func holderMoved(a, b protocol.Holder) bool {
-	return a.Held != b.Held || a.Identity != b.Identity || a.FenceSet != b.FenceSet || a.Fence != b.Fence
+	return a.Held != b.Held || a.Identity != b.Identity || a.FenceSet != b.FenceSet || a.Fence != b.Fence ||
+		!equality.Semantic.DeepEqual(lockWaiting(a.Line), lockWaiting(b.Line))
 }
 
 // notify enqueues the reconcile of the locks nns, waiting for room at most
