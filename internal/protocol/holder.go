@@ -34,14 +34,24 @@ type Holder struct {
 // errors carry the server's reply (WRONGTYPE...), never the value. A
 // semaphore's key is a WRONGTYPE error (ReadPermits reads those).
 func ReadHolder(ctx context.Context, r Runner, key string) (Holder, error) {
-	holders, errs := ReadHolders(ctx, r, []string{key})
+	return ReadHolderWaiters(ctx, r, key, 0)
+}
+
+// ReadHolderWaiters is ReadHolder listing the first waiters of the key's
+// line too (Holder.Line.Waiters; at most MaxReadWaiters).
+func ReadHolderWaiters(ctx context.Context, r Runner, key string, waiters int) (Holder, error) {
+	holders, errs := readHolders(ctx, r, []string{key}, ReadLimits{Waiters: waiters})
 	return holders[0], errs[0]
 }
 
 // ReadHolders is ReadHolder for many keys of one server in one pipelined
 // round trip: holders[i] and errs[i] are what ReadHolder(keys[i]) returns.
 func ReadHolders(ctx context.Context, r Runner, keys []string) (holders []Holder, errs []error) {
-	reads, errs := ReadKeys(ctx, r, keys, ReadLimits{})
+	return readHolders(ctx, r, keys, ReadLimits{})
+}
+
+func readHolders(ctx context.Context, r Runner, keys []string, limits ReadLimits) (holders []Holder, errs []error) {
+	reads, errs := ReadKeys(ctx, r, keys, limits)
 	holders = make([]Holder, len(keys))
 	for i, key := range keys {
 		switch {

@@ -54,11 +54,12 @@ type Permits struct {
 	Line *Line
 }
 
-// ReadPermits reads a semaphore's live permits and its fence counter in one
+// ReadPermits reads a semaphore's live permits, its fence counter and its
+// waiting line with its first waiters (at most MaxReadWaiters) in one
 // script, on the server's clock. Values are reduced to identities here and
 // go no further. A key a lock holds is an error (WRONGTYPE).
-func ReadPermits(ctx context.Context, r Runner, key string) (Permits, error) {
-	reads, errs := ReadKeys(ctx, r, []string{key}, ReadLimits{Permits: MaxPermits})
+func ReadPermits(ctx context.Context, r Runner, key string, waiters int) (Permits, error) {
+	reads, errs := ReadKeys(ctx, r, []string{key}, ReadLimits{Permits: MaxPermits, Waiters: waiters})
 	switch {
 	case errs[0] != nil:
 		return Permits{}, errs[0]

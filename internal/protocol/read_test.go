@@ -66,7 +66,7 @@ func checkWrongTypes(t *testing.T, c *redis.Client) {
 	if _, err := protocol.ReadHolder(t.Context(), protocol.Scripts(c), "team-a/sem"); !redis.HasErrorPrefix(err, "WRONGTYPE") {
 		t.Errorf("ReadHolder of a semaphore: %v, want WRONGTYPE", err)
 	}
-	if _, err := protocol.ReadPermits(t.Context(), protocol.Scripts(c), "team-a/ours"); !redis.HasErrorPrefix(err, "WRONGTYPE") {
+	if _, err := protocol.ReadPermits(t.Context(), protocol.Scripts(c), "team-a/ours", 0); !redis.HasErrorPrefix(err, "WRONGTYPE") {
 		t.Errorf("ReadPermits of a lock: %v, want WRONGTYPE", err)
 	}
 }
