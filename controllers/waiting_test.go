@@ -141,7 +141,7 @@ func queue(ctx context.Context, t *testing.T, client func() redis.UniversalClien
 				lease, err = l.Acquire(ctx, key)
 			}
 			if err == nil {
-				_ = lease.Release(context.Background())
+				_ = lease.Release(context.WithoutCancel(ctx))
 				err = errors.New("a waiter took the lock")
 			}
 			done <- err

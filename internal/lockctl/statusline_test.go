@@ -192,7 +192,7 @@ func wait(ctx context.Context, t *testing.T, c redis.UniversalClient, key string
 			lease, err = l.Acquire(ctx, key)
 		}
 		if err == nil {
-			_ = lease.Release(context.Background())
+			_ = lease.Release(context.WithoutCancel(ctx))
 		}
 	}()
 	line := protocol.LineKey(key)

@@ -7,6 +7,7 @@ package redisacl_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -67,19 +68,7 @@ func TestControllerSetUser(t *testing.T) {
 				"PING":   func(ctx context.Context) error { return c.Ping(ctx).Err() },
 				"INFO":   func(ctx context.Context) error { return c.Info(ctx).Err() },
 				"SELECT": func(ctx context.Context) error { return c.Do(ctx, "select", 0).Err() },
-				"reading a lock and a semaphore": func(ctx context.Context) error {
-					reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), []string{lockKey, semKey}, protocol.ReadLimits{Permits: 10, Waiters: 10})
-					for _, err := range errs {
-						if err != nil {
-							return err
-						}
-					}
-					// The line too: a user without ZCARD reads no line.
-					if !reads[0].Holder.Held || reads[0].Holder.Line == nil || reads[0].Holder.Line.Count != 1 || reads[1].Permits == nil || reads[1].Permits.Live != 1 {
-						return fmt.Errorf("read %+v", reads)
-					}
-					return nil
-				},
+				"reading a lock, its line and a semaphore": readKeys(c, lockKey, semKey),
 				"raising a fence counter": func(ctx context.Context) error {
 					if err := admin.Set(ctx, protocol.FenceKey(lockKey), 7, 0).Err(); err != nil {
 						return err
@@ -156,6 +145,22 @@ func recordEpochTwice(c *redis.Client, key string) func(context.Context) error {
 			if _, err := protocol.RecordEpoch(ctx, protocol.Scripts(c), key, time.Second, q); err != nil {
 				return err
 			}
+		}
+		return nil
+	}
+}
+
+// readKeys reads the lock (with its one waiter: a user without ZCARD reads
+// no line) and the semaphore as the controller does.
+func readKeys(c *redis.Client, lockKey, semKey string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), []string{lockKey, semKey}, protocol.ReadLimits{Permits: 10, Waiters: 10})
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		h, p := reads[0].Holder, reads[1].Permits
+		if !h.Held || h.Line == nil || h.Line.Count != 1 || p == nil || p.Live != 1 {
+			return fmt.Errorf("read %+v (line %+v, permits %+v)", reads, h.Line, p)
 		}
 		return nil
 	}
