@@ -31,28 +31,33 @@ end
 -- waiting reads both lines of the key (a lock's waiters and a
 -- semaphore's: while spec.permits moves between 1 and more, both kinds
 -- may wait), bounded: {count, now µs, oldest µs or '', {value prefix,
--- arrival µs, ...}} with the first n waiters by arrival. ZCARD counts a
+-- arrival µs, ...}} with the first n waiters by arrival ({0, '', '', {}}
+-- when nobody waits). ZCARD counts a
 -- line of any length in O(1); only n members are read. An arrival of 0 is
 -- a waiter put back at the head with its arrival lost (a semaphore whose
 -- permits were lowered): it is listed first, and oldest skips it. {} when
 -- a line cannot be read (a controller user whose ACL predates ZCARD, a
 -- line key of another type): the holder is still read.
 local function waiting(n)
-  local t = redis.call('TIME')
-  local count, oldest, shown = 0, nil, {}
+  -- Nobody waits (the common case): one command, no clock, no member read.
+  local lines = redis.pcall('EXISTS', KEYS[5], KEYS[6])
+  if lines == 0 then return {0, '', '', {}} end
+  local count = 0
   for i = 5, 6 do
     local c = redis.pcall('ZCARD', KEYS[i])
     if type(c) ~= 'number' then return {} end
     count = count + c
-    if c > 0 then
-      local first = redis.pcall('ZRANGEBYSCORE', KEYS[i], '(0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-      if first['err'] then return {} end
-      if first[2] and (not oldest or tonumber(first[2]) < oldest) then oldest = tonumber(first[2]) end
-      if n > 0 then
-        local m = redis.pcall('ZRANGEBYSCORE', KEYS[i], '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, n)
-        if m['err'] then return {} end
-        for j = 1, #m, 2 do shown[#shown + 1] = {m[j], tonumber(m[j + 1])} end
-      end
+  end
+  if count == 0 then return {0, '', '', {}} end
+  local oldest, shown = nil, {}
+  for i = 5, 6 do
+    local first = redis.pcall('ZRANGEBYSCORE', KEYS[i], '(0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if first['err'] then return {} end
+    if first[2] and (not oldest or tonumber(first[2]) < oldest) then oldest = tonumber(first[2]) end
+    if n > 0 then
+      local m = redis.pcall('ZRANGEBYSCORE', KEYS[i], '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, n)
+      if m['err'] then return {} end
+      for j = 1, #m, 2 do shown[#shown + 1] = {m[j], tonumber(m[j + 1])} end
     end
   end
   table.sort(shown, function(a, b) return a[2] < b[2] or (a[2] == b[2] and a[1] < b[1]) end)
@@ -61,6 +66,7 @@ local function waiting(n)
     flat[#flat + 1] = string.sub(shown[i][1], 1, most)
     flat[#flat + 1] = string.format('%.0f', shown[i][2])
   end
+  local t = redis.call('TIME')
   return {count, t[1] .. string.rep('0', 6 - #t[2]) .. t[2], oldest and string.format('%.0f', oldest) or '', flat}
 end
 
