@@ -42,22 +42,24 @@ local function waiting(n)
   -- Nobody waits (the common case): one command, no clock, no member read.
   local lines = redis.pcall('EXISTS', KEYS[5], KEYS[6])
   if lines == 0 then return {0, '', '', {}} end
-  local count = 0
+  local count, counts = 0, {}
   for i = 5, 6 do
     local c = redis.pcall('ZCARD', KEYS[i])
     if type(c) ~= 'number' then return {} end
-    count = count + c
+    count, counts[i] = count + c, c
   end
   if count == 0 then return {0, '', '', {}} end
   local oldest, shown = nil, {}
   for i = 5, 6 do
-    local first = redis.pcall('ZRANGEBYSCORE', KEYS[i], '(0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-    if first['err'] then return {} end
-    if first[2] and (not oldest or tonumber(first[2]) < oldest) then oldest = tonumber(first[2]) end
-    if n > 0 then
-      local m = redis.pcall('ZRANGEBYSCORE', KEYS[i], '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, n)
-      if m['err'] then return {} end
-      for j = 1, #m, 2 do shown[#shown + 1] = {m[j], tonumber(m[j + 1])} end
+    if counts[i] > 0 then
+      local first = redis.pcall('ZRANGEBYSCORE', KEYS[i], '(0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      if first['err'] then return {} end
+      if first[2] and (not oldest or tonumber(first[2]) < oldest) then oldest = tonumber(first[2]) end
+      if n > 0 then
+        local m = redis.pcall('ZRANGEBYSCORE', KEYS[i], '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, n)
+        if m['err'] then return {} end
+        for j = 1, #m, 2 do shown[#shown + 1] = {m[j], tonumber(m[j + 1])} end
+      end
     end
   end
   table.sort(shown, function(a, b) return a[2] < b[2] or (a[2] == b[2] and a[1] < b[1]) end)
