@@ -67,6 +67,7 @@ func (r *DistributedLockReconciler) observeHolder(ctx context.Context, rd *round
 	rd.holderRead = true
 	rd.highWater = highWater
 	rd.held, rd.holders = 0, nil
+	rd.waiting = lockWaiting(lineOf(ok, redlock))
 	if !held {
 		rd.holder = nil
 		return
@@ -89,7 +90,7 @@ func isSemaphoreRead(rr holderRead) bool { return redis.HasErrorPrefix(rr.err, "
 // lock's (permits raised while the lock is held: observe it as one); a
 // failed read leaves the previous observation in status.
 func (r *DistributedLockReconciler) observePermits(ctx context.Context, rd *round) bool {
-	reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(rd.master.client), []string{rd.key}, v1alpha1.MaxStatusHolders)
+	reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(rd.master.client), []string{rd.key}, statusReadLimits)
 	p := reads[0].Permits
 	switch {
 	case errs[0] != nil:
@@ -98,7 +99,7 @@ func (r *DistributedLockReconciler) observePermits(ctx context.Context, rd *roun
 	case p == nil && reads[0].Holder.Held:
 		return false
 	case p == nil: // no permit held
-		p = &protocol.Permits{FenceSet: reads[0].Holder.FenceSet, Fence: reads[0].Holder.Fence}
+		p = &protocol.Permits{FenceSet: reads[0].Holder.FenceSet, Fence: reads[0].Holder.Fence, Line: reads[0].Holder.Line}
 	}
 	prev := rd.dl.Status
 	rd.holderRead, rd.holder = true, nil
@@ -111,6 +112,7 @@ func (r *DistributedLockReconciler) observePermits(ctx context.Context, rd *roun
 	}
 	rd.held = clampInt32(p.Live)
 	rd.holders = permitHolders(p.Holders, fencing)
+	rd.waiting = lockWaiting(p.Line)
 	return true
 }
 

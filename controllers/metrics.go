@@ -51,6 +51,12 @@ var (
 		Name: "redlease_controller_lock_holder_since_timestamp_seconds",
 		Help: "When the controller first saw the current holder (status.holder.since), as a Unix time; 0 when the key is free. time() minus it is how long the holder has held.",
 	}, lockLabels)
+	// lockWaiters is named for the lock, not the controller (DESIGN §11):
+	// it says what waits in Redis, whoever reads it.
+	lockWaiters = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redlease_lock_waiters",
+		Help: "How many wait in the DistributedLock's waiting line in Redis (status.waiting.count), as the controller last read it; no series while the line is not read (Redlock has none).",
+	}, lockLabels)
 	tenantDeferred = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "redlease_controller_tenant_deferred_total",
 		Help: "Inline lock and LockStore reconciles deferred because their namespace's reconciles are slow (servers that do not answer) and it already used its share of the workers.",
@@ -63,7 +69,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(probesTotal, locksGauge, fenceFloorRaised, replicaSettingsApplied, holderReads, tenantDeferred, redisClients,
-		lockReady, lockHeld, lockFenceHighWater, lockHolderSince)
+		lockReady, lockHeld, lockFenceHighWater, lockHolderSince, lockWaiters)
 }
 
 // updateGauges refreshes the gauges from the reconciler's memory.
@@ -90,12 +96,17 @@ func setLockMetrics(ns, name string, st *v1alpha1.DistributedLockStatus) {
 	lockHeld.WithLabelValues(labels...).Set(held)
 	lockFenceHighWater.WithLabelValues(labels...).Set(float64(st.FenceHighWater))
 	lockHolderSince.WithLabelValues(labels...).Set(since)
+	if st.Waiting != nil {
+		lockWaiters.WithLabelValues(labels...).Set(float64(st.Waiting.Count))
+	} else {
+		lockWaiters.DeleteLabelValues(labels...)
+	}
 	lockConditions.set(types.NamespacedName{Namespace: ns, Name: name}, st.Conditions)
 }
 
 // deleteLockMetrics drops the per-lock series of a deleted lock.
 func deleteLockMetrics(nn types.NamespacedName) {
-	for _, g := range []*prometheus.GaugeVec{lockReady, lockHeld, lockFenceHighWater, lockHolderSince} {
+	for _, g := range []*prometheus.GaugeVec{lockReady, lockHeld, lockFenceHighWater, lockHolderSince, lockWaiters} {
 		g.DeleteLabelValues(nn.Namespace, nn.Name)
 	}
 	lockConditions.forget(nn)

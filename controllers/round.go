@@ -83,6 +83,9 @@ type round struct {
 	// held and holders are status.held and status.holders.
 	held    int32
 	holders []v1alpha1.PermitHolder
+	// waiting is status.waiting: nil when the line was not read (Redlock,
+	// a server that did not report it).
+	waiting *v1alpha1.LockWaiting
 	// raised describes fence counters raised this round.
 	raised []string
 

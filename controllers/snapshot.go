@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +30,11 @@ import (
 // read script each): large enough that 10,000 locks take 20 rounds, small
 // enough that one round's replies stay well under a megabyte.
 const batchKeys = 512
+
+// statusReadLimits bound the controller's reads of a key to what status
+// shows: the first MaxStatusHolders of a semaphore's holders, and of the
+// waiting line the count and the oldest arrival, no member.
+var statusReadLimits = protocol.ReadLimits{Permits: v1alpha1.MaxStatusHolders}
 
 // holderSnapshots keeps what each store's last batched read found for the
 // locks on it, so that a lock's reconcile takes its key's state from memory
@@ -67,6 +73,9 @@ type permitsRead struct {
 	fence uint64
 	// confirmed is a digest of the confirmed holders' identities and fences.
 	confirmed string
+	// waiting is status.waiting's count and oldest start ("" when the
+	// line was not read).
+	waiting string
 }
 
 func readOfPermits(p protocol.Permits) permitsRead {
@@ -76,7 +85,11 @@ func readOfPermits(p protocol.Permits) permitsRead {
 			fmt.Fprintf(&b, "%s/%d ", h.Identity, h.Fence)
 		}
 	}
-	return permitsRead{held: p.Live, fence: p.Fence, confirmed: b.String()}
+	var waiting string
+	if w := lockWaiting(p.Line); w != nil {
+		waiting = fmt.Sprintf("%d %v", w.Count, w.OldestSince)
+	}
+	return permitsRead{held: p.Live, fence: p.Fence, confirmed: b.String(), waiting: waiting}
 }
 
 type serverKey struct{ addr, key string }
@@ -118,9 +131,10 @@ func (s *holderSnapshots) put(store string, snap *holderSnapshot) []serverKey {
 }
 
 // holderMoved: what a lock's status shows of its key changed (the TTL
-// alone is not shown).
+// alone is not shown), its waiting line included.
 func holderMoved(a, b protocol.Holder) bool {
-	return a.Held != b.Held || a.Identity != b.Identity || a.FenceSet != b.FenceSet || a.Fence != b.Fence
+	return a.Held != b.Held || a.Identity != b.Identity || a.FenceSet != b.FenceSet || a.Fence != b.Fence ||
+		!equality.Semantic.DeepEqual(lockWaiting(a.Line), lockWaiting(b.Line))
 }
 
 // notify enqueues the reconcile of the locks nns, waiting for room at most
@@ -205,7 +219,7 @@ func (s *StoreReconciler) readLockKeys(ctx context.Context, rd *round, so storeO
 func readServerKeys(ctx context.Context, c *redis.Client, addr string, keys []string, snap *holderSnapshot, mu *sync.Mutex) {
 	for start := 0; start < len(keys); start += batchKeys {
 		chunk := keys[start:min(start+batchKeys, len(keys))]
-		reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), chunk, v1alpha1.MaxStatusHolders)
+		reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), chunk, statusReadLimits)
 		mu.Lock()
 		for i, key := range chunk {
 			switch {

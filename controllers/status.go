@@ -24,7 +24,7 @@ func setLockStatus(rd *round) {
 		// The holder and the high-water mark belong to the key: a lock
 		// stored before its key became immutable starts afresh.
 		st.Holder, st.FenceHighWater = nil, 0
-		st.Held, st.Holders = 0, nil
+		st.Held, st.Holders, st.Waiting = 0, nil, nil
 		st.FailoverQuarantine, st.QuarantinedUntil = nil, nil
 	}
 	st.Key = rd.key
@@ -40,6 +40,7 @@ func setLockStatus(rd *round) {
 		st.Holder = rd.holder
 		st.FenceHighWater = rd.highWater
 		st.Held, st.Holders = rd.held, rd.holders
+		st.Waiting = rd.waiting
 	}
 	setQuarantineStatus(rd, st, dl.Generation)
 	if dl.Spec.Inline() {
@@ -240,7 +241,7 @@ func readyStatus(conds []metav1.Condition) string {
 
 // statusUrgent reports whether next differs from prev in more than what
 // busy locks change all the time (the holder, a semaphore's held and
-// holders, fenceHighWater, condition messages): a condition's status or reason, the generation observed, what
+// holders, the waiting line, fenceHighWater, condition messages): a condition's status or reason, the generation observed, what
 // pods connect to, or a fence floor this round raised. Those are written
 // at once; the rest at most once per probe interval (DESIGN §10.1).
 func statusUrgent(prev, next *v1alpha1.DistributedLockStatus, rd *round) bool {
@@ -249,7 +250,7 @@ func statusUrgent(prev, next *v1alpha1.DistributedLockStatus, rd *round) bool {
 	}
 	strip := func(s *v1alpha1.DistributedLockStatus) *v1alpha1.DistributedLockStatus {
 		c := s.DeepCopy()
-		c.Holder, c.FenceHighWater, c.Held, c.Holders = nil, 0, 0, nil
+		c.Holder, c.FenceHighWater, c.Held, c.Holders, c.Waiting = nil, 0, 0, nil, nil
 		for i := range c.Conditions {
 			c.Conditions[i].Message = ""
 		}

@@ -243,6 +243,24 @@ type PermitHolder struct {
 // MaxStatusHolders bounds status.holders.
 const MaxStatusHolders = 16
 
+// LockWaiting is the lock's waiting line as observed by the controller. It
+// never contains a lock value.
+type LockWaiting struct {
+	// count is how many wait for the lock in its line in Redis, all of
+	// them however long the line is (a semaphore's waiters included; while
+	// permits move between 1 and more, pods of both kinds may wait). A
+	// waiter that died stays counted until its place lapses (twice its
+	// ttl plus the hand-off window) or the line reaches it.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Count int32 `json:"count"`
+
+	// oldestSince is when the longest current wait began, by the Redis
+	// server's clock, rounded down to the second; absent when nobody waits.
+	// +optional
+	OldestSince *metav1.Time `json:"oldestSince,omitempty"`
+}
+
 // DistributedLockStatus defines the observed state of DistributedLock.
 // Only the controller writes it.
 type DistributedLockStatus struct {
@@ -333,6 +351,15 @@ type DistributedLockStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Holders []PermitHolder `json:"holders,omitempty"`
 
+	// waiting is the lock's waiting line when the controller last read the
+	// lock's key: how many wait and since when the longest has waited.
+	// Absent when the line was not read: on Redlock (which has no line),
+	// when the servers could not be read, or when the controller's Redis
+	// user may not count the line (it lacks ZCARD: see the controller's
+	// user in the operator guide).
+	// +optional
+	Waiting *LockWaiting `json:"waiting,omitempty"`
+
 	// fenceHighWater is the highest fencing token the controller has seen
 	// for this key. When the counter in Redis is found below it (clock went
 	// back, a failover lost increments), the controller raises the counter
@@ -392,6 +419,7 @@ type FailoverQuarantineStatus struct {
 // +kubebuilder:printcolumn:name="Fence",type=integer,JSONPath=`.status.holder.fence`
 // +kubebuilder:printcolumn:name="Permits",type=integer,JSONPath=`.status.permits`
 // +kubebuilder:printcolumn:name="Held",type=integer,JSONPath=`.status.held`
+// +kubebuilder:printcolumn:name="Waiters",type=integer,JSONPath=`.status.waiting.count`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.holder.node`,priority=1
 // +kubebuilder:printcolumn:name="TTL",type=string,JSONPath=`.spec.ttl`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

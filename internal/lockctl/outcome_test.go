@@ -137,7 +137,7 @@ func TestChosenExitCodesAreChecked(t *testing.T) {
 func TestStatusExitsNonZeroWhenItCannotRead(t *testing.T) {
 	out := startOutages(t)
 	held := holdByAnother(t, "k")
-	unread := regexp.MustCompile(`(?m)^k\s.*\s1\s+\?\s+\?\s+\?\s+\?\s+\?\s+\?\s*$`)
+	unread := regexp.MustCompile(`(?m)^k\s.*\s1\s+\?\s+\?\s+\?\s+\?\s+\?\s+\?\s+\?\s*$`)
 	for _, tt := range []struct {
 		name, url string
 		code      int
@@ -146,7 +146,7 @@ func TestStatusExitsNonZeroWhenItCannotRead(t *testing.T) {
 	}{
 		{"stopped", out.stopped, 6, unread, `lockctl: k: could not read the lock: .*connection refused`},
 		{"ACL refuses", out.refusing, 6, unread, `lockctl: k: could not read the lock: .*NOPERM`},
-		{"held", held, 0, regexp.MustCompile(`(?m)^k\s.*\s1\s+1\s+\S+\s+-\s+-\s+\S+s\s+\d+\s*$`), `^$`},
+		{"held", held, 0, regexp.MustCompile(`(?m)^k\s.*\s1\s+1\s+\S+\s+-\s+-\s+\S+s\s+\d+\s+0\s*$`), `^$`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

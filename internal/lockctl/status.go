@@ -51,6 +51,9 @@ type holding struct {
 	Fence       uint64         `json:"fence"`
 	PermitsHeld int            `json:"permitsHeld,omitempty"`
 	Holders     []permitReport `json:"holders,omitempty"`
+	// Waiting is the key's waiting line; absent when Redis does not
+	// report one (Redlock has none).
+	Waiting *waitingReport `json:"waiting,omitempty"`
 }
 
 // permitReport is one live permit of a semaphore.
@@ -72,9 +75,13 @@ func newStatusCommand(stdout io.Writer, log *redisLog) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "status [NAMESPACE/NAME] [--redis URL --key K] [-o table|json]",
-		Short: "Show who holds the lock (with its pod and node), its remaining TTL and fence, its key, servers, store and readiness",
-		Long: `Show who holds the lock (with its pod and node), its remaining TTL and
-fence, its key, servers, store and readiness.
+		Short: "Show who holds the lock (with its pod and node), who waits for it, its remaining TTL and fence, its key, servers, store and readiness",
+		Long: `Show who holds the lock (with its pod and node), who waits for it, its
+remaining TTL and fence, its key, servers, store and readiness.
+
+Under the table, a semaphore's holders and the waiting line: the waiters'
+identities in arrival order and how long each has waited (the Redis
+server's clock), the first 20 and how many more. Lock values never show.
 
 When the lock cannot be read from Redis, the columns read from it show ?
 (-o json leaves them out and says why in "error"), and status exits 6
@@ -121,13 +128,13 @@ is not Ready).`,
 // DistributedLock's status.holder (nil without one).
 func holdingOf(in inspection, observed *v1alpha1.LockHolder) *holding {
 	if in.permits > 1 {
-		h := &holding{Held: in.sem.Held() > 0, PermitsHeld: in.sem.Held(), Fence: in.sem.Fence}
+		h := &holding{Held: in.sem.Held() > 0, PermitsHeld: in.sem.Held(), Fence: in.sem.Fence, Waiting: waitingReportOf(in.sem.Waiting)}
 		for _, p := range in.sem.Holders {
 			h.Holders = append(h.Holders, permitReport{Identity: p.Identity, TTL: p.TTL.String(), Fence: p.Fence, Pending: p.Pending})
 		}
 		return h
 	}
-	h := &holding{Held: in.lock.Held, Holder: in.lock.Identity, Fence: in.lock.Fence}
+	h := &holding{Held: in.lock.Held, Holder: in.lock.Identity, Fence: in.lock.Fence, Waiting: waitingReportOf(in.lock.Waiting)}
 	if h.Held {
 		h.TTL = in.lock.TTL.String()
 		// The controller's observation may lag Redis: only the pod of
@@ -147,20 +154,24 @@ func (r statusReport) print(w io.Writer, output string) error {
 		return enc.Encode(r)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	printf(tw, "KEY\tMODE\tADDRESSES\tSTORE\tREADY\tPERMITS\tHELD\tHOLDER\tPOD\tNODE\tTTL\tFENCE\n") // tabwriter buffers; Flush reports write errors
+	printf(tw, "KEY\tMODE\tADDRESSES\tSTORE\tREADY\tPERMITS\tHELD\tHOLDER\tPOD\tNODE\tTTL\tFENCE\tWAITERS\n") // tabwriter buffers; Flush reports write errors
 	printf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
 		orDash(r.Key), orDash(r.Mode), orDash(r.where()), orDash(r.Store), r.Ready, r.Permits, strings.Join(r.read(), "\t"))
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return r.printLine(w)
 }
 
-// read is the columns read from Redis, HELD to FENCE: ? for each when
+// read is the columns read from Redis, HELD to WAITERS: ? for each when
 // they could not be read.
 func (r statusReport) read() []string {
 	h := r.holding
 	if h == nil {
-		return []string{"?", "?", "?", "?", "?", "?"}
+		return []string{"?", "?", "?", "?", "?", "?", "?"}
 	}
-	return []string{strconv.Itoa(h.held(r.Permits)), h.holders(r.Permits), orDash(h.Pod), orDash(h.Node), orDash(h.TTL), strconv.FormatUint(h.Fence, 10)}
+	return []string{strconv.Itoa(h.held(r.Permits)), h.holders(r.Permits), orDash(h.Pod), orDash(h.Node), orDash(h.TTL), strconv.FormatUint(h.Fence, 10),
+		h.Waiting.count()}
 }
 
 // where is the ADDRESSES column: the servers, or in Sentinel mode the

@@ -12,3 +12,9 @@ func FullReleaseCall(key, value string, a ReleaseArgs) Call {
 
 // ReleaseCall is the call Release makes.
 var ReleaseCall = releaseCall
+
+// OldReadCall is the read script's call as builds before the waiting line
+// sent it: four keys, two arguments (no waiting line asked for).
+func OldReadCall(key string, permits int) Call {
+	return Call{readScript, scriptKeys(key, holdersSuffix, fenceSuffix, epochSuffix), []any{readValueBytes, permits}}
+}

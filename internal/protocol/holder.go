@@ -24,6 +24,9 @@ type Holder struct {
 	// still holds grants back (0: none). A change of server that no script
 	// has run into yet is not recorded, so not seen here.
 	QuarantineLeft time.Duration
+	// Line is the key's waiting line; nil when the server did not report
+	// it (the library's function of an older build, an ACL without ZCARD).
+	Line *Line
 }
 
 // ReadHolder reads the lock key, its PTTL and its fence counter in one
@@ -31,14 +34,24 @@ type Holder struct {
 // errors carry the server's reply (WRONGTYPE...), never the value. A
 // semaphore's key is a WRONGTYPE error (ReadPermits reads those).
 func ReadHolder(ctx context.Context, r Runner, key string) (Holder, error) {
-	holders, errs := ReadHolders(ctx, r, []string{key})
+	return ReadHolderWaiters(ctx, r, key, 0)
+}
+
+// ReadHolderWaiters is ReadHolder listing the first waiters of the key's
+// line too (Holder.Line.Waiters; at most MaxReadWaiters).
+func ReadHolderWaiters(ctx context.Context, r Runner, key string, waiters int) (Holder, error) {
+	holders, errs := readHolders(ctx, r, []string{key}, ReadLimits{Waiters: waiters})
 	return holders[0], errs[0]
 }
 
 // ReadHolders is ReadHolder for many keys of one server in one pipelined
 // round trip: holders[i] and errs[i] are what ReadHolder(keys[i]) returns.
 func ReadHolders(ctx context.Context, r Runner, keys []string) (holders []Holder, errs []error) {
-	reads, errs := ReadKeys(ctx, r, keys, 0)
+	return readHolders(ctx, r, keys, ReadLimits{})
+}
+
+func readHolders(ctx context.Context, r Runner, keys []string, limits ReadLimits) (holders []Holder, errs []error) {
+	reads, errs := ReadKeys(ctx, r, keys, limits)
 	holders = make([]Holder, len(keys))
 	for i, key := range keys {
 		switch {
@@ -74,14 +87,17 @@ const readValueBytes = MaxIdentityLength + 1 + 2*randomBytes + 1
 // ReadKeys reads keys of one server, locks' and semaphores' alike, in one
 // pipelined round trip of the read script (r runs again, in a second one,
 // those the server wants run another way: a script it does not know yet, a
-// function it does not have), returning at most maxPermits holders of
-// each semaphore (Permits.Live counts them all). Values are cut to a
-// prefix on the server and reduced to identities here. reads[i] and
-// errs[i] are keys[i]'s; a key of another type is a WRONGTYPE error.
-func ReadKeys(ctx context.Context, r Runner, keys []string, maxPermits int) (reads []Read, errs []error) {
+// function it does not have), returning at most limits.Permits holders of
+// each semaphore (Permits.Live counts them all) and the waiting line of
+// each key with its first limits.Waiters waiters (Line.Count counts them
+// all). Values are cut to a prefix on the server and reduced to identities
+// here. reads[i] and errs[i] are keys[i]'s; a key of another type is a
+// WRONGTYPE error.
+func ReadKeys(ctx context.Context, r Runner, keys []string, limits ReadLimits) (reads []Read, errs []error) {
 	calls := make([]Call, len(keys))
+	args := limits.args()
 	for i, key := range keys {
-		calls[i] = Call{readScript, scriptKeys(key, holdersSuffix, fenceSuffix, epochSuffix), []any{readValueBytes, maxPermits}}
+		calls[i] = Call{readScript, scriptKeys(key, holdersSuffix, fenceSuffix, epochSuffix, lineSuffix, permitLineSuffix), args}
 	}
 	cmds := r.Pipelined(ctx, calls)
 	reads, errs = make([]Read, len(keys)), make([]error, len(keys))
@@ -97,8 +113,23 @@ func ReadKeys(ctx context.Context, r Runner, keys []string, maxPermits int) (rea
 	return reads, errs
 }
 
-// parseRead reads the read script's reply.
+// parseRead reads the read script's reply: with the waiting line at its
+// end, or without it (the library's function of an older build of this
+// protocol, which ignores the arguments that ask for it).
 func parseRead(reply []any) (Read, error) {
+	if n, ok := readLength[kindOf(reply)]; ok && len(reply) == n+1 {
+		line, err := parseLine(reply[n])
+		if err != nil {
+			return Read{}, err
+		}
+		read, err := parseRead(reply[:n])
+		if read.Permits != nil {
+			read.Permits.Line = line
+		} else {
+			read.Holder.Line = line
+		}
+		return read, err
+	}
 	if len(reply) < 2 {
 		return Read{}, fmt.Errorf("unexpected reply of %d items", len(reply))
 	}
@@ -133,6 +164,21 @@ func parseRead(reply []any) (Read, error) {
 		return Read{Permits: &p}, err
 	}
 	return Read{}, fmt.Errorf("unexpected reply of kind %v and %d items", reply[0], len(reply))
+}
+
+// readLength is the length of each kind's reply without the waiting line.
+var readLength = map[int64]int{0: 3, 1: 5, 2: 6}
+
+// kindOf is the kind a read reply starts with (-1 for none).
+func kindOf(reply []any) int64 {
+	if len(reply) == 0 {
+		return -1
+	}
+	kind, ok := reply[0].(int64)
+	if !ok {
+		return -1
+	}
+	return kind
 }
 
 // parseCounter reads a fence counter ("" when there is none).

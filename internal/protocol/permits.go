@@ -49,20 +49,24 @@ type Permits struct {
 	// FenceSet is true when the fence counter exists; Fence is its value.
 	FenceSet bool
 	Fence    uint64
+	// Line is the key's waiting line; nil when the server did not report
+	// it (see Holder.Line).
+	Line *Line
 }
 
-// ReadPermits reads a semaphore's live permits and its fence counter in one
+// ReadPermits reads a semaphore's live permits, its fence counter and its
+// waiting line with its first waiters (at most MaxReadWaiters) in one
 // script, on the server's clock. Values are reduced to identities here and
 // go no further. A key a lock holds is an error (WRONGTYPE).
-func ReadPermits(ctx context.Context, r Runner, key string) (Permits, error) {
-	reads, errs := ReadKeys(ctx, r, []string{key}, MaxPermits)
+func ReadPermits(ctx context.Context, r Runner, key string, waiters int) (Permits, error) {
+	reads, errs := ReadKeys(ctx, r, []string{key}, ReadLimits{Permits: MaxPermits, Waiters: waiters})
 	switch {
 	case errs[0] != nil:
 		return Permits{}, errs[0]
 	case reads[0].Permits == nil && reads[0].Holder.Held:
 		return Permits{}, fmt.Errorf("reading semaphore %q: %w", key, wrongType("WRONGTYPE redlease: "+key+" holds a lock, not a semaphore"))
 	case reads[0].Permits == nil: // no permit held
-		return Permits{FenceSet: reads[0].Holder.FenceSet, Fence: reads[0].Holder.Fence}, nil
+		return Permits{FenceSet: reads[0].Holder.FenceSet, Fence: reads[0].Holder.Fence, Line: reads[0].Holder.Line}, nil
 	}
 	return *reads[0].Permits, nil
 }

@@ -48,7 +48,7 @@ func (s *server) renewPermit(key, value string) bool {
 
 func (s *server) permits(key string) protocol.Permits {
 	s.t.Helper()
-	p, err := protocol.ReadPermits(s.ctx, s.r, key)
+	p, err := protocol.ReadPermits(s.ctx, s.r, key, 0)
 	s.must(err)
 	return p
 }
@@ -170,7 +170,7 @@ func TestLocksAndSemaphoresOnOneKeyExcludeEachOther(t *testing.T) {
 		t.Fatalf("a permit attempt on a locked key learns %d ms, want the lock's PTTL", ms)
 	}
 	expect(t, s.c.ZCard(s.ctx, protocol.LineKey(key)).Val(), 0, "permit waiters in the lock's line")
-	if _, err := protocol.ReadPermits(s.ctx, s.r, key); err == nil {
+	if _, err := protocol.ReadPermits(s.ctx, s.r, key, 0); err == nil {
 		t.Fatal("reading a lock as a semaphore succeeded")
 	}
 	expect(t, s.give(key, holder, time.Second), true, "lock release")

@@ -35,7 +35,7 @@ func TestReadKeysIsBounded(t *testing.T) {
 	}
 	before := sentBytes(t, srv)
 	keys := []string{"team-a/big", "team-a/ours", "team-a/sem", "team-a/bad", "team-a/free"}
-	reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), keys, 16)
+	reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), keys, protocol.ReadLimits{Permits: 16})
 	if d := sentBytes(t, srv) - before; d > 16<<10 {
 		t.Errorf("the server sent %d bytes for the reads, want a few KiB", d)
 	}
@@ -66,7 +66,7 @@ func checkWrongTypes(t *testing.T, c *redis.Client) {
 	if _, err := protocol.ReadHolder(t.Context(), protocol.Scripts(c), "team-a/sem"); !redis.HasErrorPrefix(err, "WRONGTYPE") {
 		t.Errorf("ReadHolder of a semaphore: %v, want WRONGTYPE", err)
 	}
-	if _, err := protocol.ReadPermits(t.Context(), protocol.Scripts(c), "team-a/ours"); !redis.HasErrorPrefix(err, "WRONGTYPE") {
+	if _, err := protocol.ReadPermits(t.Context(), protocol.Scripts(c), "team-a/ours", 0); !redis.HasErrorPrefix(err, "WRONGTYPE") {
 		t.Errorf("ReadPermits of a lock: %v, want WRONGTYPE", err)
 	}
 }

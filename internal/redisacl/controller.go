@@ -47,7 +47,7 @@ type ControllerModes struct {
 // the failover quarantine's record; TestControllerRulesCoverItsScripts).
 var controllerCommands = []string{
 	"ping", "info", "select", "evalsha", "eval",
-	"get", "type", "pttl", "time", "zrangebyscore", "hmget", "hget", "set", "exists", "hset", "hdel",
+	"get", "type", "pttl", "time", "zcard", "zrangebyscore", "hmget", "hget", "set", "exists", "hset", "hdel",
 }
 
 var (

@@ -7,6 +7,7 @@ package redisacl_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -40,6 +41,7 @@ func TestControllerSetUser(t *testing.T) {
 	for _, cmd := range [][]any{
 		{"set", lockKey, "holder-value", "px", 60000},
 		{"set", protocol.FenceKey(lockKey), 7},
+		{"zadd", protocol.LineKey(lockKey), time.Now().UnixMicro(), "waiter-value"},
 		{"zadd", semKey, exp, "permit-value"},
 		{"hset", protocol.HoldersKey(semKey), "permit-value", "3 " + strconv.FormatInt(time.Now().UnixMilli(), 10)},
 	} {
@@ -66,18 +68,7 @@ func TestControllerSetUser(t *testing.T) {
 				"PING":   func(ctx context.Context) error { return c.Ping(ctx).Err() },
 				"INFO":   func(ctx context.Context) error { return c.Info(ctx).Err() },
 				"SELECT": func(ctx context.Context) error { return c.Do(ctx, "select", 0).Err() },
-				"reading a lock and a semaphore": func(ctx context.Context) error {
-					reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), []string{lockKey, semKey}, 10)
-					for _, err := range errs {
-						if err != nil {
-							return err
-						}
-					}
-					if !reads[0].Holder.Held || reads[1].Permits == nil || reads[1].Permits.Live != 1 {
-						return fmt.Errorf("read %+v", reads)
-					}
-					return nil
-				},
+				"reading a lock, its line and a semaphore": readKeys(c, lockKey, semKey),
 				"raising a fence counter": func(ctx context.Context) error {
 					if err := admin.Set(ctx, protocol.FenceKey(lockKey), 7, 0).Err(); err != nil {
 						return err
@@ -154,6 +145,22 @@ func recordEpochTwice(c *redis.Client, key string) func(context.Context) error {
 			if _, err := protocol.RecordEpoch(ctx, protocol.Scripts(c), key, time.Second, q); err != nil {
 				return err
 			}
+		}
+		return nil
+	}
+}
+
+// readKeys reads the lock (with its one waiter: a user without ZCARD reads
+// no line) and the semaphore as the controller does.
+func readKeys(c *redis.Client, lockKey, semKey string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		reads, errs := protocol.ReadKeys(ctx, protocol.Scripts(c), []string{lockKey, semKey}, protocol.ReadLimits{Permits: 10, Waiters: 10})
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		h, p := reads[0].Holder, reads[1].Permits
+		if !h.Held || h.Line == nil || h.Line.Count != 1 || p == nil || p.Live != 1 {
+			return fmt.Errorf("read %+v (line %+v, permits %+v)", reads, h.Line, p)
 		}
 		return nil
 	}

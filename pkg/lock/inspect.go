@@ -25,6 +25,11 @@ type Holding struct {
 	// failover no acquisition, renewal or release has run into yet shows
 	// no quarantine here.
 	Quarantine time.Duration
+	// Waiting is the key's waiting line: how many wait, and the first
+	// InspectWaiters of them. Nil when the server does not report it
+	// (Redlock, which has no line; a server whose function library an
+	// older build loaded).
+	Waiting *Waiting
 }
 
 // Inspect reads the state of key from Redis (for Redlock, the holding that a
@@ -42,11 +47,12 @@ func (l *Locker) Inspect(ctx context.Context, key string) (Holding, error) {
 
 // inspect reads one server in one round trip.
 func (s *single) inspect(ctx context.Context, key string) (Holding, error) {
-	h, err := protocol.ReadHolder(ctx, s.run, key)
+	h, err := protocol.ReadHolderWaiters(ctx, s.run, key, InspectWaiters)
 	if err != nil {
 		return Holding{Key: key}, fmt.Errorf("lock: inspect: %w", err)
 	}
-	return Holding{Key: key, Identity: h.Identity, Held: h.Held, TTL: h.TTL, Fence: h.Fence, Quarantine: h.QuarantineLeft}, nil
+	return Holding{Key: key, Identity: h.Identity, Held: h.Held, TTL: h.TTL, Fence: h.Fence, Quarantine: h.QuarantineLeft,
+		Waiting: waitingOf(h.Line)}, nil
 }
 
 func (r *redlock) inspect(ctx context.Context, key string) (Holding, error) {
@@ -63,6 +69,7 @@ func (r *redlock) inspect(ctx context.Context, key string) (Holding, error) {
 		if x.err == nil && votes[x.v.Identity] >= r.quorum {
 			h := x.v
 			h.Fence = highest
+			h.Waiting = nil // Redlock has no line: a node's is a leftover
 			return h, nil
 		}
 	}

@@ -95,6 +95,8 @@ type PermitHolding struct {
 	Holders []PermitHolder
 	// Fence is the fence counter: the last fence handed out.
 	Fence uint64
+	// Waiting is the key's waiting line, as Holding.Waiting.
+	Waiting *Waiting
 }
 
 // PermitHolder is one live permit.
@@ -123,11 +125,11 @@ func (s *Semaphore) Inspect(ctx context.Context) (PermitHolding, error) {
 		return PermitHolding{}, ErrClosed
 	}
 	b, _ := s.locker.backend.(*single) // check refused the others
-	p, err := protocol.ReadPermits(ctx, b.run, s.t.key)
+	p, err := protocol.ReadPermits(ctx, b.run, s.t.key, InspectWaiters)
 	if err != nil {
 		return PermitHolding{Key: s.t.key}, fmt.Errorf("lock: inspect: %w", err)
 	}
-	h := PermitHolding{Key: s.t.key, Fence: p.Fence}
+	h := PermitHolding{Key: s.t.key, Fence: p.Fence, Waiting: waitingOf(p.Line)}
 	for _, x := range p.Holders {
 		h.Holders = append(h.Holders, PermitHolder{Identity: x.Identity, TTL: x.TTL, Pending: !x.Confirmed, Fence: x.Fence, Since: x.Since})
 	}
