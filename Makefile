@@ -45,10 +45,11 @@ lint: vet ## golangci-lint (.golangci.yml) over the root module, bench/, hack/oc
 	done; exit $$rc
 
 .PHONY: manifests
-manifests: tools-gen ## Generate the CRD, RBAC role from kubebuilder markers; refresh the Helm chart's copies of them and its README (from values.yaml's comments).
+manifests: tools-gen ## Generate the CRD, RBAC role from kubebuilder markers; refresh the Helm chart's copies of them and its README (from values.yaml's comments), and the reference pages in docs/reference.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="{./api/...,./controllers/...}" output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	@mkdir -p charts/redlease/files/crds && rm -f charts/redlease/files/crds/*.yaml && cp config/crd/bases/*.yaml charts/redlease/files/crds/ && cp config/rbac/role.yaml charts/redlease/files/role.yaml
 	go run ./hack/chartreadme charts/redlease
+	go run ./hack/refdocs
 
 .PHONY: generate
 generate: tools-gen ## Generate deepcopy code from kubebuilder markers.
@@ -65,8 +66,8 @@ tidy-check: ## Fail when any module's go.mod/go.sum is not tidy (go mod tidy -di
 
 .PHONY: verify
 verify: manifests generate lint tidy-check ## Fail when generated files are stale, a module is not tidy, or the code fails lint.
-	@git diff --exit-code --stat -- config api charts/redlease/files charts/redlease/README.md || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- config api charts/redlease/files charts/redlease/README.md); if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
+	@git diff --exit-code --stat -- config api charts/redlease/files charts/redlease/README.md docs/reference || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- config api charts/redlease/files charts/redlease/README.md docs/reference); if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
 
 .PHONY: test
 test: tools redis postgres verify helm-lint ## Install what tests need, verify, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included), then make test-node where the machine can (CI must), then the server matrix on the other servers whose sources are in ../shared/servers (make test-servers).
