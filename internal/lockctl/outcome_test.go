@@ -220,3 +220,17 @@ func TestKubernetesModeOutcomes(t *testing.T) {
 		t.Fatalf("status table of a lock that is not Ready:\n%s", st.stdout)
 	}
 }
+
+// A stalled Redis (SIGSTOP: connections open, no answer) makes status
+// wait no longer than --request-timeout, and exit 6: before the flag it
+// waited through go-redis's read timeouts and retries, about 40 s.
+func TestStatusGivesUpOnAStalledRedisAtTheRequestTimeout(t *testing.T) {
+	srv := redistest.StartStandalone(t)
+	srv.Pause()
+	defer srv.Resume()
+	r := lockctl(t, "status", "--redis", redisURL(srv), "--key", "stalled", "--request-timeout", "1s")
+	checkOutcome(t, r, 6, `lockctl: stalled: Redis did not answer within --request-timeout 1s`)
+	if r.took > 5*time.Second {
+		t.Fatalf("status against a stalled Redis took %v, want it within 5s of a 1s request timeout", r.took)
+	}
+}

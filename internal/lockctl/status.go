@@ -6,12 +6,15 @@ SPDX-License-Identifier: Apache-2.0
 package lockctl
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -70,11 +73,12 @@ const maxTableHolders = 3
 
 func newStatusCommand(stdout io.Writer, log *redisLog) *cobra.Command {
 	var (
-		target targetFlags
-		output string
+		target         targetFlags
+		output         string
+		requestTimeout time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "status [NAMESPACE/NAME] [--redis URL --key K] [-o table|json]",
+		Use:   "status [NAMESPACE/NAME] [--redis URL --key K] [-o table|json] [--request-timeout D]",
 		Short: "Show who holds the lock (with its pod and node), who waits for it, its remaining TTL and fence, its key, servers, store and readiness",
 		Long: `Show who holds the lock (with its pod and node), who waits for it, its
 remaining TTL and fence, its key, servers, store and readiness.
@@ -86,7 +90,9 @@ server's clock), the first 20 and how many more. Lock values never show.
 When the lock cannot be read from Redis, the columns read from it show ?
 (-o json leaves them out and says why in "error"), and status exits 6
 (Redis unreachable, not answering or refusing) or 5 (the DistributedLock
-is not Ready).`,
+is not Ready). --request-timeout bounds the whole read, the API server's
+answers and Redis's together: a stalled server answers nothing, and
+status says so when it runs out.`,
 		Args: usage(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -95,7 +101,13 @@ is not Ready).`,
 			if output != "table" && output != "json" {
 				return exit(ExitUsage, fmt.Errorf("-o %q: want table or json", output))
 			}
-			l, err := target.open(cmd.Context())
+			ctx := cmd.Context()
+			if requestTimeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, requestTimeout)
+				defer cancel()
+			}
+			l, err := target.open(ctx)
 			if err != nil {
 				return err
 			}
@@ -103,7 +115,7 @@ is not Ready).`,
 			log.naming(l.Key())
 			d := l.describe()
 			r := statusReport{Key: l.Key(), Mode: d.mode, Addresses: d.addresses, MasterName: d.masterName, Store: d.store, Ready: d.ready}
-			in, readErr := l.inspect(cmd.Context())
+			in, readErr := l.inspect(ctx)
 			r.Permits = in.permits
 			if readErr != nil {
 				r.Problems = readErr.Error()
@@ -113,7 +125,12 @@ is not Ready).`,
 			if err := r.print(stdout, output); err != nil {
 				return err
 			}
-			if readErr != nil {
+			switch {
+			case readErr != nil && ctx.Err() != nil && errors.Is(readErr, context.DeadlineExceeded):
+				// No holder to wait for here: a read cut by the deadline
+				// is a server that did not answer.
+				return exit(ExitUnavailable, fmt.Errorf("%s: Redis did not answer within --request-timeout %v: %w", l.Key(), requestTimeout, readErr))
+			case readErr != nil:
 				return readFailed(l.Key(), readErr)
 			}
 			return nil
@@ -121,6 +138,7 @@ is not Ready).`,
 	}
 	target.register(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	cmd.Flags().DurationVar(&requestTimeout, "request-timeout", 10*time.Second, "how long to wait for the API server and Redis before giving up, as kubectl's flag (0: no limit)")
 	return cmd
 }
 
