@@ -168,7 +168,7 @@ DIST ?= dist
 LOCKCTL_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
 .PHONY: release
-release: ## make release VERSION=vX.Y.Z: images, lockctl binaries, the chart with digests pinned, install.yaml, crds.yaml, SBOMs and SHA256SUMS in dist/ (hack/release.sh).
+release: ## make release VERSION=vX.Y.Z [REGISTRY=ghcr.io]: images (named REGISTRY/redlease/*), lockctl binaries, the chart with digests pinned and REGISTRY stamped, install.yaml, crds.yaml, the samples, SBOMs and SHA256SUMS in dist/ (hack/release.sh).
 	@hack/install-tools.sh helm
 	VERSION=$(VERSION) REVISION=$(REVISION) GO_LDFLAGS="$(GO_LDFLAGS)" DIST=$(DIST) REGISTRY=$(REGISTRY) \
 		IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" LOCKCTL_PLATFORMS="$(LOCKCTL_PLATFORMS)" IMAGE_CA=$(IMAGE_CA) HELM=$(HELM) \
