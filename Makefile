@@ -136,7 +136,12 @@ demo: tools redis build ## The whole product on this machine: control plane, Red
 # released chart's version and appVersion all take it from here.
 VERSION ?= $(shell cat $(CURDIR)/VERSION)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
-IMAGE_REPO ?= redlease
+# The registry the images are published to, as <REGISTRY>/redlease/manager
+# and <REGISTRY>/redlease/lockctl: `make image` tags them so and `make
+# release REGISTRY=mirror.example:5000` stamps it into the chart (hence
+# install.yaml) and the samples it writes, so a mirror needs this one setting.
+REGISTRY ?= ghcr.io
+IMAGE_REPO := $(REGISTRY)/redlease
 VERSION_PKG := github.com/redlease/redlease/internal/version
 GO_LDFLAGS := -s -w -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).revision=$(REVISION)
 
@@ -165,9 +170,9 @@ DIST ?= dist
 LOCKCTL_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
 .PHONY: release
-release: ## make release VERSION=vX.Y.Z: images, lockctl binaries, the chart with digests pinned, install.yaml, crds.yaml, SBOMs and SHA256SUMS in dist/ (hack/release.sh).
+release: ## make release VERSION=vX.Y.Z [REGISTRY=ghcr.io]: images (named REGISTRY/redlease/*), lockctl binaries, the chart with digests pinned and REGISTRY stamped, install.yaml, crds.yaml, the samples, SBOMs and SHA256SUMS in dist/ (hack/release.sh).
 	@hack/install-tools.sh helm
-	VERSION=$(VERSION) REVISION=$(REVISION) GO_LDFLAGS="$(GO_LDFLAGS)" DIST=$(DIST) IMAGE_REPO=$(IMAGE_REPO) \
+	VERSION=$(VERSION) REVISION=$(REVISION) GO_LDFLAGS="$(GO_LDFLAGS)" DIST=$(DIST) REGISTRY=$(REGISTRY) \
 		IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" LOCKCTL_PLATFORMS="$(LOCKCTL_PLATFORMS)" IMAGE_CA=$(IMAGE_CA) HELM=$(HELM) \
 		hack/release.sh
 

@@ -8,6 +8,8 @@
 #                                    images pinned by digest
 #   install.yaml                     Namespace, CRDs, RBAC, Deployment: the
 #                                    chart's defaults, for kubectl apply -f
+#   samples-$V.tar.gz                config/samples, their images under
+#                                    $REGISTRY
 #   crds.yaml                        the CRDs alone
 #   argocd-health.yaml               the argocd-cm patch with the Argo CD
 #                                    health checks (docs/argocd.md)
@@ -15,12 +17,20 @@
 #   SHA256SUMS                       of every file above
 # test/release checks the result (on one platform, for speed).
 #
+# Every image is $REGISTRY/redlease/{manager,lockctl} (default ghcr.io): the
+# archives' names, the chart's image.registry and lockctl.image.registry
+# (and so install.yaml), and the samples' images all take it, so that a
+# mirror is one setting (make release REGISTRY=mirror.example:5000).
+#
 # Environment (the Makefile sets it): VERSION REVISION GO_LDFLAGS DIST
-# IMAGE_REPO IMAGE_PLATFORMS LOCKCTL_PLATFORMS IMAGE_CA HELM.
+# REGISTRY IMAGE_PLATFORMS LOCKCTL_PLATFORMS IMAGE_CA HELM.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-: "${VERSION:?}" "${GO_LDFLAGS:?}" "${DIST:?}" "${IMAGE_REPO:?}" "${IMAGE_PLATFORMS:?}" "${LOCKCTL_PLATFORMS:?}" "${IMAGE_CA:?}" "${HELM:?}"
+: "${VERSION:?}" "${GO_LDFLAGS:?}" "${DIST:?}" "${REGISTRY:?}" "${IMAGE_PLATFORMS:?}" "${LOCKCTL_PLATFORMS:?}" "${IMAGE_CA:?}" "${HELM:?}"
+case $REGISTRY in
+*[!a-zA-Z0-9.:/_-]* | */ | /* | *//*) echo "release: REGISTRY=$REGISTRY: want host[:port][/path]" >&2; exit 2 ;;
+esac
 case $VERSION in
 v[0-9]*.[0-9]*.[0-9]*) ;;
 *) echo "release: VERSION=$VERSION: want vMAJOR.MINOR.PATCH[-PRE]" >&2; exit 2 ;;
@@ -53,7 +63,7 @@ for c in manager lockctl; do
 		gobuild "$p" "$c" "$out"
 		plats+=(-platform "$p=$out")
 	done
-	"$ocibuild" "${plats[@]}" -ca "$IMAGE_CA" -tag "$IMAGE_REPO/$c:$VERSION" -revision "${REVISION:-}" \
+	"$ocibuild" "${plats[@]}" -ca "$IMAGE_CA" -tag "$REGISTRY/redlease/$c:$VERSION" -revision "${REVISION:-}" \
 		-out "$dist/$c-$VERSION.tar" -digest-file "$dist/$c-$VERSION.tar.digest" -sbom "$dist/$c-$VERSION.tar.cdx.json"
 done
 
@@ -64,17 +74,18 @@ for p in $LOCKCTL_PLATFORMS; do
 	"$gosbom" -version "$VERSION" -out "$out.cdx.json" "$out"
 done
 
-# The chart: versioned as the release, both images pinned by digest.
+# The chart: versioned as the release, both images under $REGISTRY, pinned
+# by digest.
 chart=$work/chart/redlease
 mkdir -p "$work/chart" && cp -r "$root/charts/redlease" "$chart"
 manager_digest=$(cat "$dist/manager-$VERSION.tar.digest")
 lockctl_digest=$(cat "$dist/lockctl-$VERSION.tar.digest")
 sed -i -e "/^image:/,/^[a-z]/ s|^  digest: \"\"|  digest: \"$manager_digest\"|" \
 	-e "/^lockctl:/,/^[a-z]/ s|^    digest: \"\"|    digest: \"$lockctl_digest\"|" \
-	-e "/^image:/,/^[a-z]/ s|^  repository: .*|  repository: $IMAGE_REPO/manager|" \
-	-e "/^lockctl:/,/^[a-z]/ s|^    repository: .*|    repository: $IMAGE_REPO/lockctl|" "$chart/values.yaml"
-if [ "$(grep -c "digest: \"sha256:" "$chart/values.yaml")" != 2 ]; then
-	echo "release: could not pin both digests in the chart's values.yaml" >&2
+	-e "/^image:/,/^[a-z]/ s|^  registry: .*|  registry: $REGISTRY|" \
+	-e "/^lockctl:/,/^[a-z]/ s|^    registry: .*|    registry: $REGISTRY|" "$chart/values.yaml"
+if [ "$(grep -c "digest: \"sha256:" "$chart/values.yaml")" != 2 ] || [ "$(grep -c "^ *registry: $REGISTRY\$" "$chart/values.yaml")" != 2 ]; then
+	echo "release: could not pin both digests and stamp both registries in the chart's values.yaml" >&2
 	exit 1
 fi
 "$HELM" package "$chart" --version "${VERSION#v}" --app-version "$VERSION" --destination "$dist" >/dev/null
@@ -86,6 +97,11 @@ say "chart redlease-${VERSION#v}.tgz"
 	printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: redlease-system\n  labels:\n    pod-security.kubernetes.io/enforce: restricted\n'
 	"$HELM" template redlease "$dist/redlease-${VERSION#v}.tgz" --namespace redlease-system --skip-tests
 } >"$dist/install.yaml"
+# The samples, their images under $REGISTRY: the repository's name them
+# under ghcr.io (TestShippedManifestsNameTheirRegistry), rewritten here.
+mkdir -p "$work/samples" && cp -r "$root/config/samples" "$work/samples/"
+grep -rlZ 'ghcr.io/redlease/' "$work/samples" | xargs -0 -r sed -i "s|ghcr.io/redlease/|$REGISTRY/redlease/|g"
+tar -C "$work/samples" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -czf "$dist/samples-$VERSION.tar.gz" samples
 for f in "$root"/config/crd/bases/*.yaml; do
 	printf -- '---\n'
 	cat "$f"

@@ -197,7 +197,7 @@ cat >"$NODE_DIR/cni/net.d/10-redlease-node.conflist" <<CFG
 }
 CFG
 # Pulls: the scenarios' registry over plain HTTP, and every other host
-# (_default: docker.io of the release's image names) mirrored to it with no
+# (_default: ghcr.io of the release's image names) mirrored to it with no
 # fallback: a pull never leaves the machine.
 for host in "$REGISTRY" _default; do
 	mkdir -p "$ctd/certs.d/$host"

@@ -134,7 +134,7 @@ func checkDefaultDeployment(t *testing.T, m *manifest) {
 		t.Errorf("serviceAccountName = %q, want %q", pod.ServiceAccountName, managerName)
 	}
 	c := manager(t, d)
-	if want := "redlease/manager:" + chartAppVersion(t); c.Image != want {
+	if want := "ghcr.io/redlease/manager:" + chartAppVersion(t); c.Image != want {
 		t.Errorf("image = %q, want %q (tag defaults to the chart's appVersion)", c.Image, want)
 	}
 	if c.ImagePullPolicy != corev1.PullIfNotPresent {
@@ -530,7 +530,7 @@ func TestValuesReachTheManager(t *testing.T) {
 		"--set", "logging.level=debug,logging.encoder=console",
 		"--set", "extraArgs={--zap-stacktrace-level=panic}",
 		"--set", "extraEnv[0].name=GOMAXPROCS", "--set-string", "extraEnv[0].value=2",
-		"--set", "image.repository=registry.example.com/redlease/manager,image.tag=dev,image.pullPolicy=Always",
+		"--set", "image.registry=registry.example.com,image.repository=team/manager,image.tag=dev,image.pullPolicy=Always",
 		"--set", "nodeSelector.role=infra,podAnnotations.team=platform,podLabels.team=platform",
 		"--set", "tolerations[0].key=infra,tolerations[0].operator=Exists",
 		"--set", "metrics.enabled=false,healthProbe.port=9440",
@@ -548,7 +548,7 @@ func TestValuesReachTheManager(t *testing.T) {
 			t.Errorf("--%s = %q, want %q", k, args[k], v)
 		}
 	}
-	if c.Image != "registry.example.com/redlease/manager:dev" || c.ImagePullPolicy != corev1.PullAlways {
+	if c.Image != "registry.example.com/team/manager:dev" || c.ImagePullPolicy != corev1.PullAlways {
 		t.Errorf("image = %q %q", c.Image, c.ImagePullPolicy)
 	}
 	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMAXPROCS" && e.Value == "2" }) {
@@ -567,7 +567,7 @@ func TestValuesReachTheManager(t *testing.T) {
 	}
 
 	m = render(t, "--set", "image.digest=sha256:"+strings.Repeat("ab", 32))
-	if got := manager(t, deployment(t, m)).Image; got != "redlease/manager:"+chartAppVersion(t)+"@sha256:"+strings.Repeat("ab", 32) {
+	if got := manager(t, deployment(t, m)).Image; got != "ghcr.io/redlease/manager:"+chartAppVersion(t)+"@sha256:"+strings.Repeat("ab", 32) {
 		t.Errorf("image with digest = %q", got)
 	}
 

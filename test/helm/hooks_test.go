@@ -130,7 +130,7 @@ func checkTestPod(t *testing.T, m *manifest, pod *corev1.Pod, wantFlags []string
 		t.Fatalf("test Pod: restartPolicy %q, serviceAccountName %q, %d containers; want Never, %s, 1", spec.RestartPolicy, spec.ServiceAccountName, len(spec.Containers), testSA)
 	}
 	c := spec.Containers[0]
-	if want := "redlease/lockctl:" + chartAppVersion(t); c.Image != want {
+	if want := "ghcr.io/redlease/lockctl:" + chartAppVersion(t); c.Image != want {
 		t.Errorf("test image = %q, want %q (the lockctl image)", c.Image, want)
 	}
 	if !slices.Equal(c.Command, []string{"/lockctl"}) || len(c.Args) < 2 || c.Args[0] != "check" || c.Args[1] != "install" {
@@ -274,7 +274,7 @@ func TestUninstallHook(t *testing.T) {
 		t.Fatalf("the Job's pod: ServiceAccount %q, %d containers", pod.ServiceAccountName, len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	if c.Image != "redlease/manager:v9.9.9" || !slices.Equal(c.Command, []string{"/manager"}) || !slices.Contains(c.Args, "--release-acl-finalizers") {
+	if c.Image != "ghcr.io/redlease/manager:v9.9.9" || !slices.Equal(c.Command, []string{"/manager"}) || !slices.Contains(c.Args, "--release-acl-finalizers") {
 		t.Errorf("the Job runs %s %v %v, want the manager image with --release-acl-finalizers", c.Image, c.Command, c.Args)
 	}
 	for _, o := range render(t, "--set", "rbac.create=false").objs {

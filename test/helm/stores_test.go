@@ -1,6 +1,9 @@
 package helm_test
 
 import (
+	"maps"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -93,10 +96,12 @@ func TestAggregatedRoles(t *testing.T) {
 }
 
 // TestClusterLockStoreFromValues: off by default; on, the store carries the
-// spec as given and is kept on uninstall. While the API server does not
-// know the kind yet (first install: the CRD comes with the release) it is a
-// post-install hook carrying the release's ownership metadata, so upgrades
-// adopt it; once the kind is known it is an ordinary release object.
+// spec as given and is kept on uninstall. On an install (the CRD may come
+// with the release, so the kind may be unknown) it is a post-install hook
+// carrying the release's ownership metadata, so upgrades adopt it; on an
+// upgrade, and always with installHook=false (Argo CD, helm template |
+// kubectl apply), it is an ordinary release object. In every case it is in
+// Argo CD sync wave 1 and skips Argo CD's dry run while the CRD is missing.
 func TestClusterLockStoreFromValues(t *testing.T) {
 	t.Parallel()
 	if m := render(t); len(m.ofKind("ClusterLockStore")) != 0 {
@@ -105,31 +110,127 @@ func TestClusterLockStoreFromValues(t *testing.T) {
 	if _, err := helmTemplate(t, chartDir(t), "--set", "clusterLockStore.enabled=true"); err == nil || !strings.Contains(err.Error(), "clusterLockStore.enabled needs clusterLockStore.spec") {
 		t.Errorf("a store without a spec: err = %v, want a readable refusal", err)
 	}
-	for _, known := range []bool{false, true} {
-		args := []string{"-f", chartDir(t) + "/" + storesValues}
-		if known {
-			args = append(args, "--api-versions", "redlease.io/v1alpha1/ClusterLockStore")
+	for _, tc := range []struct {
+		name string
+		args []string
+		hook bool
+	}{
+		{"install", nil, true},
+		{"upgrade", []string{"--is-upgrade"}, false},
+		{"installHook=false", []string{"--set", "clusterLockStore.installHook=false"}, false},
+		{"installHook=false, upgrade", []string{"--set", "clusterLockStore.installHook=false", "--is-upgrade"}, false},
+	} {
+		m := render(t, append([]string{"-f", chartDir(t) + "/" + storesValues}, tc.args...)...)
+		checkChartStore(t, tc.name, into[v1alpha1.ClusterLockStore](t, m.must("ClusterLockStore", "", "shared")), tc.hook)
+	}
+
+	// clusterLockStore.annotations adds annotations and may move the sync
+	// wave; Helm's (helm.sh/*, meta.helm.sh/*) are the chart's alone.
+	extra := `clusterLockStore.annotations.argocd\.argoproj\.io/sync-wave=5,clusterLockStore.annotations.helm\.sh/resource-policy=delete,` +
+		`clusterLockStore.annotations.helm\.sh/hook=pre-delete,clusterLockStore.annotations.meta\.helm\.sh/release-name=other,clusterLockStore.annotations.team=platform`
+	for _, upgrade := range []bool{false, true} {
+		args := []string{"-f", chartDir(t) + "/" + storesValues, "--set-string", extra}
+		hook := "post-install"
+		if upgrade {
+			args, hook = append(args, "--is-upgrade"), ""
 		}
-		m := render(t, args...)
-		cs := into[v1alpha1.ClusterLockStore](t, m.must("ClusterLockStore", "", "shared"))
-		if cs.Spec.Redis.Mode != v1alpha1.RedisModeSentinel || cs.Spec.Tenants == nil || cs.Spec.Tenants.Isolation != v1alpha1.IsolationACL ||
-			cs.Spec.ControllerAuth == nil || cs.Spec.ControllerAuth.PasswordSecretRef.Namespace != "redis" {
-			t.Errorf("kind known=%v: spec = %+v, want the values' spec", known, cs.Spec)
-		}
-		ann := cs.Annotations
-		if ann[keepPolicy] != "keep" {
-			t.Errorf("kind known=%v: %s = %q, want keep", known, keepPolicy, ann[keepPolicy])
-		}
-		if hook := ann["helm.sh/hook"]; (hook == "post-install") == known {
-			t.Errorf("kind known=%v: helm.sh/hook = %q", known, hook)
-		}
-		if !known && (ann["meta.helm.sh/release-name"] != release || ann["meta.helm.sh/release-namespace"] != namespace || cs.Labels["app.kubernetes.io/managed-by"] != "Helm") {
-			t.Errorf("the first-install hook lacks the release's ownership metadata (upgrades could not adopt it): %v %v", ann, cs.Labels)
-		}
-		if !known && ann["helm.sh/hook-delete-policy"] != "hook-failed" {
-			t.Errorf("hook-delete-policy = %q, want hook-failed (the default deletes and re-creates the store, and with it every tenant's Redis user)", ann["helm.sh/hook-delete-policy"])
+		ann := render(t, args...).must("ClusterLockStore", "", "shared").GetAnnotations()
+		if ann["argocd.argoproj.io/sync-wave"] != "5" || ann["team"] != "platform" || ann[keepPolicy] != "keep" || ann["helm.sh/hook"] != hook ||
+			(upgrade && ann["meta.helm.sh/release-name"] != "") || (!upgrade && ann["meta.helm.sh/release-name"] != release) {
+			t.Errorf("clusterLockStore.annotations (upgrade %v): %v", upgrade, ann)
 		}
 	}
+}
+
+// checkChartStore checks the chart's ClusterLockStore rendered from the
+// stores values: its spec, keep policy, Argo CD annotations and, when hook,
+// the install hook's annotations and ownership metadata.
+func checkChartStore(t *testing.T, name string, cs *v1alpha1.ClusterLockStore, hook bool) {
+	t.Helper()
+	if cs.Spec.Redis.Mode != v1alpha1.RedisModeSentinel || cs.Spec.Tenants == nil || cs.Spec.Tenants.Isolation != v1alpha1.IsolationACL ||
+		cs.Spec.ControllerAuth == nil || cs.Spec.ControllerAuth.PasswordSecretRef.Namespace != "redis" {
+		t.Errorf("%s: spec = %+v, want the values' spec", name, cs.Spec)
+	}
+	ann := cs.Annotations
+	if ann[keepPolicy] != "keep" {
+		t.Errorf("%s: %s = %q, want keep", name, keepPolicy, ann[keepPolicy])
+	}
+	if ann["argocd.argoproj.io/sync-wave"] != "1" || ann["argocd.argoproj.io/sync-options"] != "SkipDryRunOnMissingResource=true" {
+		t.Errorf("%s: Argo CD annotations %v, want sync wave 1 and SkipDryRunOnMissingResource=true", name, ann)
+	}
+	if got, want := ann["helm.sh/hook"], map[bool]string{true: "post-install"}[hook]; got != want {
+		t.Errorf("%s: helm.sh/hook = %q, want %q", name, got, want)
+	}
+	if !hook {
+		return
+	}
+	if ann["meta.helm.sh/release-name"] != release || ann["meta.helm.sh/release-namespace"] != namespace || cs.Labels["app.kubernetes.io/managed-by"] != "Helm" {
+		t.Errorf("the install hook lacks the release's ownership metadata (upgrades could not adopt it): %v %v", ann, cs.Labels)
+	}
+	if ann["helm.sh/hook-delete-policy"] != "hook-failed" {
+		t.Errorf("hook-delete-policy = %q, want hook-failed (the default deletes and re-creates the store, and with it every tenant's Redis user)", ann["helm.sh/hook-delete-policy"])
+	}
+}
+
+// TestClusterLockStoreSameWithoutAPIServer: the chart renders the same
+// objects whether or not the API server knows ClusterLockStores: `helm
+// template` (Argo CD's rendered manifests) and `helm template --api-versions
+// redlease.io/v1alpha1/ClusterLockStore` are identical, for the install
+// hook and for ordinary objects (installHook=false, upgrades); no template
+// of the store reads .Capabilities.
+func TestClusterLockStoreSameWithoutAPIServer(t *testing.T) {
+	t.Parallel()
+	tpl, err := readFile(filepath.Join(chartDir(t), "templates", "clusterlockstore.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(tpl), ".Capabilities") {
+		t.Error("templates/clusterlockstore.yaml reads .Capabilities: what it renders depends on the API server")
+	}
+	stores := "-f=" + chartDir(t) + "/" + storesValues
+	for _, args := range [][]string{
+		{stores},
+		{stores, "--is-upgrade"},
+		{stores, "--set", "clusterLockStore.installHook=false"},
+		{stores, "--set", "watchNamespaces={billing},podRole.create=true,podRole.namespaces={billing}"},
+	} {
+		without, err := helmTemplate(t, chartDir(t), args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		with, err := helmTemplate(t, chartDir(t), append(args, "--api-versions", "redlease.io/v1alpha1/ClusterLockStore",
+			"--api-versions", "redlease.io/v1alpha1/LockStore", "--api-versions", "redlease.io/v1alpha1/DistributedLock")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := objectSet(t, without), objectSet(t, with)
+		if !slices.Equal(slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b))) {
+			t.Errorf("%v: the objects differ with the API server knowing the kinds:\nwithout: %v\nwith:    %v", args, slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b)))
+			continue
+		}
+		for k, o := range a {
+			if !reflect.DeepEqual(o, b[k]) {
+				t.Errorf("%v: %s differs with the API server knowing the kinds:\nwithout: %v\nwith:    %v", args, k, o, b[k])
+			}
+		}
+		if _, ok := a["ClusterLockStore//shared"]; !ok {
+			t.Errorf("%v: no ClusterLockStore rendered", args)
+		}
+	}
+}
+
+// objectSet parses a rendering into kind/namespace/name -> object.
+func objectSet(t *testing.T, out string) map[string]map[string]any {
+	t.Helper()
+	objs, err := parseDocs(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]map[string]any{}
+	for _, o := range objs {
+		set[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o.Object
+	}
+	return set
 }
 
 // TestNetworkPolicy: off by default; on, the manager pods accept traffic

@@ -31,7 +31,7 @@ func TestVersionsFollowTheVersionFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(manager), "image: redlease/manager:"+v+"\n") {
-		t.Errorf("config/manager/manager.yaml does not name redlease/manager:%s", v)
+	if !strings.Contains(string(manager), "image: ghcr.io/redlease/manager:"+v+"\n") {
+		t.Errorf("config/manager/manager.yaml does not name ghcr.io/redlease/manager:%s", v)
 	}
 }

@@ -82,7 +82,7 @@ func lockctlInit(pad string, emptyDirs ...string) string {
 volumes: [`+volumes+`]
 initContainers:
 - name: lockctl
-  image: redlease/lockctl:v0.1.0
+  image: ghcr.io/redlease/lockctl:v0.1.0
   imagePullPolicy: Never
   command: ["/lockctl", "install", "/tools/lockctl"]
   volumeMounts: [{name: tools, mountPath: /tools}]

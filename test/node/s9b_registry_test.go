@@ -66,7 +66,7 @@ func serveRegistry(t *testing.T) registryLog {
 
 // pulled fails t unless the registry was asked, after its first skip
 // requests, for the manifest digest of repository (with query, e.g.
-// ns=docker.io when containerd asked it as the mirror of docker.io).
+// ns=ghcr.io when containerd asked it as the mirror of ghcr.io).
 func (l registryLog) pulled(t *testing.T, skip int, repository, digest, query string) {
 	t.Helper()
 	want := "/v2/" + repository + "/manifests/" + digest
@@ -97,11 +97,11 @@ func managerImages(t *testing.T, cs *kubernetes.Clientset, digest string) {
 // TestScenario1FromRegistry: the release (make release, as hack/node/
 // images.sh builds it) installed the way users install it, after scenario
 // 9 removed the chart: its images and chart pushed to an OCI registry on
-// the bridge; helm install oci://... --plain-http with the images'
-// repository overridden to that registry (their digests pinned by the
+// the bridge; helm install oci://... --plain-http with global.imageRegistry
+// set to that registry (the images' digests pinned by the
 // release): the kubelet pulls them from it, two managers run the
 // release's digest, helm test passes; then, uninstalled, kubectl apply -f
-// install.yaml, whose docker.io image names containerd pulls through its
+// install.yaml, whose ghcr.io image names containerd pulls through its
 // mirror (hosts.toml) from the same registry.
 func TestScenario1FromRegistry(t *testing.T) {
 	cs := cluster(t)
@@ -132,7 +132,7 @@ func TestScenario1FromRegistry(t *testing.T) {
 
 	helm(t, "install", release, "oci://"+reg+"/charts/redlease", "--version", strings.TrimPrefix(version, "v"), "--plain-http",
 		"-n", operatorNS, "--create-namespace", "--wait", "--timeout", "3m", "--set", "replicaCount=2",
-		"--set", "image.repository="+reg+"/redlease/manager", "--set", "lockctl.image.repository="+reg+"/redlease/lockctl")
+		"--set", "global.imageRegistry="+reg)
 	managersUp(t, cs, "redlease-controller-manager", 2)
 	managerImages(t, cs, digests["manager"])
 	helm(t, "test", release, "-n", operatorNS, "--timeout", "3m")
@@ -146,6 +146,6 @@ func TestScenario1FromRegistry(t *testing.T) {
 	kubectl(t, "apply", "-f", filepath.Join(rel, "install.yaml"))
 	managersUp(t, cs, "redlease-controller-manager", 1)
 	managerImages(t, cs, digests["manager"])
-	log.pulled(t, mark, "redlease/manager", digests["manager"], "ns=docker.io")
+	log.pulled(t, mark, "redlease/manager", digests["manager"], "ns=ghcr.io")
 	kubectl(t, "delete", "-f", filepath.Join(rel, "install.yaml"), "--timeout=2m")
 }

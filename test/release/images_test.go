@@ -13,9 +13,10 @@ import (
 // ociDescriptor and ociIndex are the parts of the OCI image layout's JSON
 // the test follows: index.json, the image index, a manifest, a config.
 type ociDescriptor struct {
-	MediaType string `json:"mediaType"`
-	Digest    string `json:"digest"`
-	Platform  *struct {
+	MediaType   string            `json:"mediaType"`
+	Digest      string            `json:"digest"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Platform    *struct {
 		OS           string `json:"os"`
 		Architecture string `json:"architecture"`
 	} `json:"platform,omitempty"`
@@ -27,7 +28,8 @@ type ociIndex struct {
 }
 
 // TestImageArchives: each image archive is an OCI layout whose one image
-// index has the digest the .digest file (and so the chart) names, one
+// index has the digest the .digest file (and so the chart) names and the
+// name <registry>/redlease/<image>:<version> (make release's REGISTRY), one
 // manifest per platform built, and the release's version in the
 // org.opencontainers.image.version label.
 func TestImageArchives(t *testing.T) {
@@ -41,6 +43,9 @@ func TestImageArchives(t *testing.T) {
 			}
 			if want := imageDigest(t, c); top.Manifests[0].Digest != want {
 				t.Errorf("the archive's image index is %s, %s.tar.digest says %s", top.Manifests[0].Digest, c, want)
+			}
+			if got, want := top.Manifests[0].Annotations["io.containerd.image.name"], registry+"/redlease/"+c+":"+version; got != want {
+				t.Errorf("the archive's image is named %q, want %q", got, want)
 			}
 			var idx ociIndex
 			unmarshal(t, blob(t, files, top.Manifests[0].Digest), &idx)

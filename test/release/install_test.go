@@ -59,7 +59,7 @@ func TestInstall(t *testing.T) {
 		}
 	}
 	unmarshal(t, []byte(out), &v)
-	wantImage := "redlease/manager:" + version + "@" + imageDigest(t, "manager")
+	wantImage := registry + "/redlease/manager:" + version + "@" + imageDigest(t, "manager")
 	if v.Client.Version != version || !slices.Equal(v.Server.CRDVersions, []string{"v1alpha1"}) ||
 		len(v.Server.ManagerImages) != 1 || !strings.HasSuffix(v.Server.ManagerImages[0], "="+wantImage) {
 		t.Errorf("lockctl version after kubectl apply -f install.yaml:\n%s\nwant client %s, v1alpha1 served, the manager at %s", out, version, wantImage)
@@ -82,7 +82,7 @@ func TestChartPackage(t *testing.T) {
 	}
 	rendered := run(t, tool(t, "helm"), "template", "redlease", chart, "--namespace", "redlease-system")
 	for _, image := range []string{"manager", "lockctl"} {
-		want := "image: redlease/" + image + ":" + version + "@" + imageDigest(t, image)
+		want := "image: " + registry + "/redlease/" + image + ":" + version + "@" + imageDigest(t, image)
 		if !strings.Contains(rendered, want) {
 			t.Errorf("the packaged chart renders no %q", want)
 		}
@@ -91,7 +91,7 @@ func TestChartPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "redlease/manager:" + version + "@" + imageDigest(t, "manager"); !strings.Contains(string(install), want) {
+	if want := registry + "/redlease/manager:" + version + "@" + imageDigest(t, "manager"); !strings.Contains(string(install), want) {
 		t.Errorf("install.yaml does not run %s", want)
 	}
 }

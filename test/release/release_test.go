@@ -28,6 +28,11 @@ import (
 // is not the VERSION file's shows that make release's VERSION wins.
 const version = "v0.0.1-test.1"
 
+// registry is the registry the tests' release names its images under: a
+// mirror rather than the default ghcr.io shows that make release's
+// REGISTRY is stamped everywhere (TestReleaseNamesItsRegistry).
+const registry = "mirror.example:5000"
+
 var (
 	buildOnce sync.Once
 	distDir   string
@@ -58,7 +63,7 @@ func dist(t *testing.T) string {
 		}
 		plat := "linux/" + runtime.GOARCH
 		cmd := exec.Command("make", "-C", root, "--no-print-directory", "release", //nolint:noctx,gosec // noctx: bounded by the test binary's timeout, sync.Once has no context to give; G204: make and this repository's release target
-			"VERSION="+version, "DIST="+distDir, "IMAGE_PLATFORMS="+plat, "LOCKCTL_PLATFORMS="+plat)
+			"VERSION="+version, "REGISTRY="+registry, "DIST="+distDir, "IMAGE_PLATFORMS="+plat, "LOCKCTL_PLATFORMS="+plat)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("make release: %w\n%s", err, out)
 		}
@@ -83,7 +88,7 @@ func TestArtifacts(t *testing.T) {
 		"manager-" + version + ".tar", "manager-" + version + ".tar.digest", "manager-" + version + ".tar.cdx.json",
 		"lockctl-" + version + ".tar", "lockctl-" + version + ".tar.digest", "lockctl-" + version + ".tar.cdx.json",
 		"lockctl-" + version + "-" + arch, "lockctl-" + version + "-" + arch + ".cdx.json",
-		"redlease-" + strings.TrimPrefix(version, "v") + ".tgz", "install.yaml", "crds.yaml", "argocd-health.yaml", "SHA256SUMS",
+		"redlease-" + strings.TrimPrefix(version, "v") + ".tgz", "install.yaml", "crds.yaml", "argocd-health.yaml", "samples-" + version + ".tar.gz", "SHA256SUMS",
 	} {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s: missing or empty (%v)", name, err)

@@ -88,10 +88,19 @@ The manager's ServiceAccount name.
 {{- end }}
 
 {{/*
-An image reference: repository:tag[@digest], the tag defaulting to appVersion.
+An image reference, the one place the chart builds one (the manager's and
+lockctl's): [registry/]repository:tag[@digest]. The registry is
+global.imageRegistry when set (Bitnami's convention), else the image's own
+registry; the tag defaults to appVersion. Argument: dict "ctx" . "image"
+(.Values.image or .Values.lockctl.image).
 */}}
 {{- define "redlease.image" -}}
+{{- $global := dig "imageRegistry" "" (default (dict) .ctx.Values.global) }}
+{{- $registry := default .image.registry $global | trimSuffix "/" }}
 {{- $ref := printf "%s:%s" .image.repository (default .ctx.Chart.AppVersion .image.tag) }}
+{{- if $registry }}
+{{- $ref = printf "%s/%s" $registry $ref }}
+{{- end }}
 {{- if .image.digest }}
 {{- $ref = printf "%s@%s" $ref .image.digest }}
 {{- end }}
