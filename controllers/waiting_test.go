@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -131,17 +132,10 @@ func queue(ctx context.Context, t *testing.T, client func() redis.UniversalClien
 	t.Helper()
 	done := make(chan error, n)
 	for i := range n {
-		l := newLocker(t, client(), lock.WithIdentity(fmt.Sprintf("waiter-%d", i)), lock.WithTTL(30*time.Second))
+		waited := locktest.Contend(ctx, t, client(), key, permits, fmt.Sprintf("waiter-%d", i))
 		go func() {
-			var lease *lock.Lease
-			var err error
-			if permits > 1 {
-				lease, err = l.Semaphore(key, permits).Acquire(ctx)
-			} else {
-				lease, err = l.Acquire(ctx, key)
-			}
+			err := <-waited
 			if err == nil {
-				_ = lease.Release(context.WithoutCancel(ctx))
 				err = errors.New("a waiter took the lock")
 			}
 			done <- err

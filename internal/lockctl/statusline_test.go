@@ -182,19 +182,7 @@ func hold(t *testing.T, c redis.UniversalClient, key string, permits int, identi
 // on c; it returns once identity is in the line.
 func wait(ctx context.Context, t *testing.T, c redis.UniversalClient, key string, permits int, identity string) {
 	t.Helper()
-	l := locktest.New(t, c, lock.WithIdentity(identity), lock.WithTTL(30*time.Second))
-	go func() {
-		var lease *lock.Lease
-		var err error
-		if permits > 1 {
-			lease, err = l.Semaphore(key, permits).Acquire(ctx)
-		} else {
-			lease, err = l.Acquire(ctx, key)
-		}
-		if err == nil {
-			_ = lease.Release(context.WithoutCancel(ctx))
-		}
-	}()
+	locktest.Contend(ctx, t, c, key, permits, identity)
 	line := protocol.LineKey(key)
 	if permits > 1 {
 		line = protocol.PermitLineKey(key)

@@ -67,3 +67,30 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Contend makes a Locker of its own on client, with identity and a TTL of
+// 30 s, wait in the background until ctx ends for key: a lock, or a
+// semaphore of permits when permits is above 1. A lease it gets it
+// releases at once. The channel receives its Acquire's error: nil when it
+// got the lease.
+func Contend(ctx context.Context, t testing.TB, client redis.UniversalClient, key string, permits int, identity string) <-chan error {
+	t.Helper()
+	l := New(t, client, lock.WithIdentity(identity), lock.WithTTL(30*time.Second))
+	done := make(chan error, 1)
+	go func() {
+		var (
+			lease *lock.Lease
+			err   error
+		)
+		if permits > 1 {
+			lease, err = l.Semaphore(key, permits).Acquire(ctx)
+		} else {
+			lease, err = l.Acquire(ctx, key)
+		}
+		if err == nil {
+			_ = lease.Release(context.WithoutCancel(ctx))
+		}
+		done <- err
+	}()
+	return done
+}
