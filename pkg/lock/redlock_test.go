@@ -308,10 +308,12 @@ func TestRedlockFencesIncreaseAcrossWipedNodes(t *testing.T) {
 }
 
 // The watchdog renews on a majority; a lease survives a minority going away.
+// (TTL 500 ms, node timeout 100 ms: with 300 and 50 ms a machine loaded by
+// parallel test runs once let both live nodes' renewals time out.)
 func TestRedlockRenewalNeedsOnlyAMajority(t *testing.T) {
 	nodes, clients := redlockNodes(t, 3)
-	const ttl = 300 * time.Millisecond
-	rl := newRedlock(t, clients, lock.WithTTL(ttl), lock.WithNodeTimeout(50*time.Millisecond))
+	const ttl = 500 * time.Millisecond
+	rl := newRedlock(t, clients, lock.WithTTL(ttl), lock.WithNodeTimeout(100*time.Millisecond))
 	ctx := ctxTimeout(t, 10*time.Second)
 	lease, err := rl.TryAcquire(ctx, "renewed")
 	if err != nil {
