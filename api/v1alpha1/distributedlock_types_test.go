@@ -891,6 +891,7 @@ func TestStatusSubresource(t *testing.T) {
 		FenceHighWater:       1042,
 		Permits:              1,
 		Held:                 1,
+		Waiting:              &v1alpha1.LockWaiting{Count: 4},
 		Endpoints:            []v1alpha1.EndpointStatus{{Address: "10.0.0.7:6379", Role: v1alpha1.EndpointRoleMaster, Reachable: true, ConnectedReplicas: ptr.To[int32](0)}},
 		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
 			Reason: v1alpha1.ReasonAvailable, Message: "ok", LastTransitionTime: metav1.Now()}},
@@ -936,8 +937,8 @@ func TestStatusSubresource(t *testing.T) {
 		// KEY, NODE and MESSAGE have priority 1: kubectl shows them with
 		// -o wide only. STOREKIND and STORE are empty for an inline lock.
 		checkPrinterColumns(t, env.Config, "namespaces/"+ns+"/distributedlocks/"+key.Name,
-			[]string{"NAME", "STOREKIND", "STORE", "MODE", "KEY", "READY", "REASON", "HOLDER", "FENCE", "PERMITS", "HELD", "NODE", "TTL", "AGE", "MESSAGE"},
-			[]any{key.Name, nil, nil, "Standalone", ns + "/status", "True", "Available", "settle-7f9c-x2", float64(1042), float64(1), float64(1), "node-a", "30s", anyCell, "ok"})
+			[]string{"NAME", "STOREKIND", "STORE", "MODE", "KEY", "READY", "REASON", "HOLDER", "FENCE", "PERMITS", "HELD", "WAITERS", "NODE", "TTL", "AGE", "MESSAGE"},
+			[]any{key.Name, nil, nil, "Standalone", ns + "/status", "True", "Available", "settle-7f9c-x2", float64(1042), float64(1), float64(1), float64(4), "node-a", "30s", anyCell, "ok"})
 	})
 }
 

@@ -630,8 +630,8 @@ func TestStoresStatusAndPrinterColumns(t *testing.T) {
 	}
 	t.Run("DistributedLock on a store columns", func(t *testing.T) {
 		checkPrinterColumns(t, env.Config, "namespaces/"+ns+"/distributedlocks/"+dl.Name,
-			[]string{"NAME", "STOREKIND", "STORE", "MODE", "KEY", "READY", "REASON", "HOLDER", "FENCE", "PERMITS", "HELD", "NODE", "TTL", "AGE", "MESSAGE"},
-			[]any{dl.Name, "ClusterLockStore", cls.Name, "Sentinel", ns + "/payouts/batch", "True", "Available", nil, nil, float64(3), float64(2), nil, "30s", anyCell, "ok"})
+			[]string{"NAME", "STOREKIND", "STORE", "MODE", "KEY", "READY", "REASON", "HOLDER", "FENCE", "PERMITS", "HELD", "WAITERS", "NODE", "TTL", "AGE", "MESSAGE"},
+			[]any{dl.Name, "ClusterLockStore", cls.Name, "Sentinel", ns + "/payouts/batch", "True", "Available", nil, nil, float64(3), float64(2), nil, nil, "30s", anyCell, "ok"})
 	})
 }
 

@@ -216,7 +216,7 @@ func TestKubernetesModeOutcomes(t *testing.T) {
 	}
 	st = lockctl(t, "status", ns+"/down", "--kubeconfig", kubeconfig)
 	checkOutcome(t, st, 5, `lockctl: `+name+`: could not read the lock: .*EndpointUnreachable`)
-	if !regexp.MustCompile(`False \(EndpointUnreachable: connection refused\)\s+1(\s+\?){6}\s*$`).MatchString(strings.TrimSpace(st.stdout)) {
+	if !regexp.MustCompile(`False \(EndpointUnreachable: connection refused\)\s+1(\s+\?){7}\s*$`).MatchString(strings.TrimSpace(st.stdout)) {
 		t.Fatalf("status table of a lock that is not Ready:\n%s", st.stdout)
 	}
 }

@@ -492,8 +492,10 @@ func readyzWaitingRunningStopping(t *testing.T, srv *redistest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// COMMAND takes a second to stop after SIGTERM.
-	r := startReplica(t, "r", `trap 'sleep 1; exit 0' TERM; while :; do sleep 0.05; done`, "--redis", redisURL(srv), "--key", "states")
+	// COMMAND takes a second to stop after SIGTERM, once its trap is set:
+	// it says so with a file (a SIGTERM before the shell ran `trap` kills it
+	// at once).
+	r := startReplica(t, "r", `trap 'sleep 1; exit 0' TERM; touch trapped; while :; do sleep 0.05; done`, "--redis", redisURL(srv), "--key", "states")
 	r.waitProbe(t, "/livez", http.StatusOK, 10*time.Second)
 	if code, body := r.probe("/readyz"); code != http.StatusServiceUnavailable || body != "not ready: waiting for the lock" {
 		t.Fatalf("waiting: /readyz %d %q", code, body)
@@ -504,6 +506,10 @@ func readyzWaitingRunningStopping(t *testing.T, srv *redistest.Server) {
 	if body := r.waitProbe(t, "/readyz", http.StatusOK, 10*time.Second); !regexp.MustCompile(`^ready: holding states, fence [1-9]\d*$`).MatchString(body) {
 		t.Fatalf("running: /readyz body %q", body)
 	}
+	locktest.WaitFor(t, 5*time.Second, "COMMAND to set its trap", func() bool {
+		_, err := os.Stat(filepath.Join(r.cmd.Dir, "trapped"))
+		return err == nil
+	})
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

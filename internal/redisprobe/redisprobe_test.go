@@ -164,8 +164,8 @@ func checkProbeAndConfig(ctx context.Context, t *testing.T, c *redis.Client) {
 func checkHolder(ctx context.Context, t *testing.T, srv *redistest.Server, c *redis.Client) {
 	t.Helper()
 	h, err := protocol.ReadHolder(ctx, protocol.Scripts(c), "k")
-	if err != nil || h != (protocol.Holder{}) {
-		t.Errorf("ReadHolder on a free lock = %+v, %v", h, err)
+	if err != nil || h.Held || h.Identity != "" || h.FenceSet || h.Line == nil || h.Line.Count != 0 {
+		t.Errorf("ReadHolder on a free lock = %+v, %v: want not held, no fence, an empty line", h, err)
 	}
 	l, err := lock.New(srv.Client(t), lock.WithIdentity("me"))
 	if err != nil {
