@@ -164,7 +164,7 @@ func checkProbeAndConfig(ctx context.Context, t *testing.T, c *redis.Client) {
 func checkHolder(ctx context.Context, t *testing.T, srv *redistest.Server, c *redis.Client) {
 	t.Helper()
 	h, err := protocol.ReadHolder(ctx, protocol.Scripts(c), "k")
-	if err != nil || h.Held || h.Identity != "" || h.FenceSet || h.Line == nil || h.Line.Count != 0 {
+	if err != nil || !free(h) {
 		t.Errorf("ReadHolder on a free lock = %+v, %v: want not held, no fence, an empty line", h, err)
 	}
 	l, err := lock.New(srv.Client(t), lock.WithIdentity("me"))
@@ -372,4 +372,10 @@ func TestTLSConfig(t *testing.T) {
 	if a.Fingerprint() == b.Fingerprint() || a.Fingerprint() != (Credentials{Password: "x", TLS: &TLS{ServerName: "a"}}).Fingerprint() {
 		t.Errorf("fingerprints do not follow the credentials")
 	}
+}
+
+// free reports whether h is a free lock's: not held, no fence, nobody in
+// line.
+func free(h protocol.Holder) bool {
+	return !h.Held && h.Identity == "" && !h.FenceSet && h.Line != nil && h.Line.Count == 0
 }
