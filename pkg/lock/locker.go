@@ -192,7 +192,7 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 		}
 		attempts.add(err)
 		wait, held, ok := l.waitAfter(key, err, w, &retry, &warned)
-		if !ok || ctx.Err() != nil {
+		if !ok || ctxEnd(ctx) != nil {
 			return nil, waitEnded(ctx, err, lastErr)
 		}
 		lastErr = err
@@ -227,15 +227,29 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 // (lastErr: a held key, an outage), as a wait that runs out between
 // attempts does.
 func waitEnded(ctx context.Context, err, lastErr error) error {
+	cause := ctxEnd(ctx)
 	switch {
-	case ctx.Err() == nil:
+	case cause == nil:
 		return err
-	case errors.Is(err, ctx.Err()) && lastErr == nil:
+	case errors.Is(err, cause) && lastErr == nil:
 		return err
-	case errors.Is(err, ctx.Err()):
+	case errors.Is(err, cause):
 		return fmt.Errorf("lock: waiting: %w", errors.Join(err, lastErr))
 	}
-	return fmt.Errorf("lock: waiting: %w", errors.Join(ctx.Err(), err, lastErr))
+	return fmt.Errorf("lock: waiting: %w", errors.Join(cause, err, lastErr))
+}
+
+// ctxEnd is why ctx ended: its error, or context.DeadlineExceeded once its
+// deadline has passed (a read cut by that deadline can return before the
+// context's own timer fires); nil while it runs.
+func ctxEnd(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // newClaim is a first attempt's claim on t, with a value of its own.
