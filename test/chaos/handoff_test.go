@@ -127,25 +127,7 @@ func TestALateDuplicatedNoticeAfterAnotherHolder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		from := Mono()
-		w.signal(syscall.SIGCONT)
-		// Its subscription is back, and its next attempt saw the other
-		// holder (it queued again).
-		waitRequeued(ctx, t, c, key, waiterChannel)
-		for range 2 {
-			if err := c.Publish(ctx, waiterChannel, notice.Payload).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		time.Sleep(500 * time.Millisecond) // the other client holds on
-		if err := s.release("other", lease, from); err != nil {
-			t.Fatalf("the other client's release: %v", err)
-		}
-		kind := map[bool]string{false: "claim", true: "holding"}[s.naive]
-		if vs := s.collectClaims([]*helper{w}, kind, time.Now().Add(10*time.Second)); len(vs) > 0 {
-			t.Fatal(vs[0])
-		}
-		s.check("S1", Overlaps(s.h.Claims()))
+		resumeAndDeliverTheOldNotice(s, c, key, w, waiterChannel, notice, lease, Mono(), 0)
 	})
 }
 
@@ -332,11 +314,22 @@ func theOldNoticeAfterAnotherHolder(s *scenario, srv *redistest.Server, key stri
 	if lease.Fence() >= uint64(g.Counter) { //nolint:gosec // G115: ParseGrant keeps a positive counter
 		t.Fatalf("the new holder's fence %d is not below the lost hand-off's %d: the counter did not go back", lease.Fence(), g.Counter)
 	}
+	// The line was lost with the history: the waiter queues again; a naive
+	// waiter's attempt after its subscription gets 50 ms.
+	resumeAndDeliverTheOldNotice(s, c, key, w, waiterChannel, notice, lease, from, 50*time.Millisecond)
+}
+
+// resumeAndDeliverTheOldNotice resumes the stopped waiter w and waits until
+// it subscribed again and its next attempt saw the other client's lease
+// (taken at from) and queued, waits settle more, delivers the old notice
+// twice, lets the other client hold on 500 ms and release, then collects
+// w's claims and checks that no two claimed windows overlap (S1).
+func resumeAndDeliverTheOldNotice(s *scenario, c *redis.Client, key string, w *helper, waiterChannel string, notice *redis.Message, lease *lock.Lease, from int64, settle time.Duration) {
+	t, ctx := s.t, s.ctx
+	t.Helper()
 	w.signal(syscall.SIGCONT)
-	// Its subscription is back, and its next attempt saw the other holder
-	// (it queued again: the line was lost with the history).
 	waitRequeued(ctx, t, c, key, waiterChannel)
-	time.Sleep(50 * time.Millisecond) // a naive waiter's attempt after its subscription
+	time.Sleep(settle)
 	for range 2 {
 		if err := c.Publish(ctx, waiterChannel, notice.Payload).Err(); err != nil {
 			t.Fatal(err)
