@@ -52,8 +52,10 @@ manifests: tools-gen ## Generate the CRD, RBAC role from kubebuilder markers; re
 	go run ./hack/refdocs
 
 .PHONY: generate
-generate: tools-gen ## Generate deepcopy code from kubebuilder markers.
-	@if [ -d api ]; then $(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."; else echo "generate: no api/ yet"; fi
+generate: tools-gen ## Generate deepcopy code from kubebuilder markers; lint the lock agent's protobuf API (buf lint) and generate its Go code (buf generate).
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/v1alpha1/..."
+	$(BIN)/buf lint
+	$(BIN)/buf generate
 
 # Every module of the repository: each must be tidy.
 GO_MODULES := . bench hack/tools hack/ocibuild test/monitoring
@@ -208,7 +210,7 @@ tools: ## Build kube-apiserver, etcd, kubectl, helm, controller-gen, golangci-li
 
 .PHONY: tools-gen
 tools-gen:
-	@hack/install-tools.sh controller-gen
+	@hack/install-tools.sh controller-gen proto
 
 .PHONY: redis
 redis: ## Install Debian's redis-server and redis-sentinel when missing.

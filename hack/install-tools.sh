@@ -6,6 +6,7 @@
 #
 # Usage: hack/install-tools.sh [tool...]   (default: all)
 #   tools: kube-apiserver etcd kubectl helm controller-gen golangci-lint
+#          proto (buf protoc-gen-go protoc-gen-connect-go: make generate)
 #          node (kubelet kube-scheduler kube-controller-manager kube-proxy
 #          containerd containerd-shim-runc-v2 ctr: make test-node's cluster)
 set -euo pipefail
@@ -16,6 +17,9 @@ HELM_VERSION=v3.22.0
 CONTROLLER_TOOLS_VERSION=v0.23.0
 GOLANGCI_LINT_VERSION=v2.15.0
 CONTAINERD_VERSION=v2.4.2
+BUF_VERSION=v1.75.0
+PROTOBUF_VERSION=v1.36.12
+CONNECT_VERSION=v1.21.1
 cache=${REDLEASE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redlease}
 bin=$root/bin
 mkdir -p "$bin"
@@ -72,9 +76,13 @@ done
 node_tools=(kubelet kube-scheduler kube-controller-manager kube-proxy containerd containerd-shim-runc-v2 ctr)
 tools=()
 for t in "$@"; do
-	if [ "$t" = node ]; then tools+=("${node_tools[@]}"); else tools+=("$t"); fi
+	case $t in
+	node) tools+=("${node_tools[@]}") ;;
+	proto) tools+=(buf protoc-gen-go protoc-gen-connect-go) ;;
+	*) tools+=("$t") ;;
+	esac
 done
-[ ${#tools[@]} -gt 0 ] || tools=(controller-gen etcd kube-apiserver kubectl helm golangci-lint)
+[ ${#tools[@]} -gt 0 ] || tools=(controller-gen etcd kube-apiserver kubectl helm golangci-lint buf protoc-gen-go protoc-gen-connect-go)
 for t in "${tools[@]}"; do
 	case $t in
 	kubelet | kube-scheduler | kube-controller-manager | kube-proxy) build_k8s "$t" "k8s.io/kubernetes/cmd/$t" ;;
@@ -85,6 +93,9 @@ for t in "${tools[@]}"; do
 	helm) go_install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" "k8s1.$HELM_KUBE_MINOR" "$helm_ldflags" ;;
 	controller-gen) go_install controller-gen "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" ;;
 	golangci-lint) go_install golangci-lint "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION" ;;
+	buf) go_install buf "github.com/bufbuild/buf/cmd/buf@$BUF_VERSION" ;;
+	protoc-gen-go) go_install protoc-gen-go "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOBUF_VERSION" ;;
+	protoc-gen-connect-go) go_install protoc-gen-connect-go "connectrpc.com/connect/cmd/protoc-gen-connect-go@$CONNECT_VERSION" ;;
 	*) say "unknown tool $t"; exit 2 ;;
 	esac
 done

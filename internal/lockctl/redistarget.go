@@ -22,8 +22,32 @@ import (
 // openRedis opens key on plain Redis: one URL, or several for Redlock,
 // each with its own credentials; with permits above 1, as a semaphore. The
 // clients come from redisconn, like a pod's. password is for the URLs
-// that carry none.
+// that carry none. Closing the locker closes the clients.
 func openRedis(urls, password, key string, permits int, opts []lock.Option) (*locker, error) {
+	d, err := dialRedis(urls, password, opts)
+	if err != nil {
+		return nil, err
+	}
+	l, err := d.bind(key, permits)
+	if err != nil {
+		_ = d.close()
+		return nil, err
+	}
+	l.Close = d.close
+	return l, nil
+}
+
+// redisDeployment is plain Redis opened once: one Locker over its clients,
+// for any number of keys (lockctl agent serves many).
+type redisDeployment struct {
+	l       *lock.Locker
+	clients []redis.UniversalClient
+	d       description
+}
+
+// dialRedis makes the clients of --redis's URLs and a Locker over them:
+// Redlock when there are several.
+func dialRedis(urls, password string, opts []lock.Option) (*redisDeployment, error) {
 	var (
 		clients []redis.UniversalClient
 		addrs   []string
@@ -51,14 +75,9 @@ func openRedis(urls, password, key string, permits int, opts []lock.Option) (*lo
 		err  error
 		mode = v1alpha1.RedisModeStandalone
 	)
-	switch {
-	case permits < 1 || permits > lock.MaxPermits:
-		err = fmt.Errorf("--permits %d: want 1 to %d", permits, lock.MaxPermits)
-	case len(clients) == 1:
+	if len(clients) == 1 {
 		l, err = lock.New(clients[0], opts...)
-	case permits > 1:
-		err = errors.New("--permits above 1 needs one Redis deployment: on Redlock a majority of nodes per holder does not bound the holders")
-	default:
+	} else {
 		mode = v1alpha1.RedisModeRedlock
 		l, err = lock.NewRedlock(clients, opts...)
 	}
@@ -66,31 +85,40 @@ func openRedis(urls, password, key string, permits int, opts []lock.Option) (*lo
 		redisconn.CloseAll(clients)
 		return nil, exit(ExitUsage, err)
 	}
-	d := description{mode: string(mode), addresses: addrs, ready: "n/a (no DistributedLock)"}
+	return &redisDeployment{l: l, clients: clients, d: description{mode: string(mode), addresses: addrs, ready: "n/a (no DistributedLock)"}}, nil
+}
+
+// bind opens key: a mutex, or with permits above 1 a semaphore. The
+// locker's Close does nothing: the deployment's close frees the clients.
+func (d *redisDeployment) bind(key string, permits int) (*locker, error) {
+	switch {
+	case permits < 1 || permits > lock.MaxPermits:
+		return nil, exit(ExitUsage, fmt.Errorf("--permits %d: want 1 to %d", permits, lock.MaxPermits))
+	case permits > 1 && len(d.clients) > 1:
+		return nil, exit(ExitUsage, errors.New("--permits above 1 needs one Redis deployment: on Redlock a majority of nodes per holder does not bound the holders"))
+	}
 	var (
 		h       handle
 		inspect func(context.Context) (inspection, error)
 	)
 	if permits > 1 {
-		sem := l.Semaphore(key, permits)
+		sem := d.l.Semaphore(key, permits)
 		h, inspect = sem, inspectSemaphore(permits, sem.Inspect)
 	} else {
-		m := l.Mutex(key)
+		m := d.l.Mutex(key)
 		h, inspect = m, inspectLock(m.Inspect)
 	}
-	return &locker{
-		handle:   h,
-		inspect:  inspect,
-		describe: func() description { return d },
-		Close: func() error {
-			err := l.Close()
-			redisconn.CloseAll(clients)
-			if errors.Is(err, lock.ErrClosed) {
-				return nil
-			}
-			return err
-		},
-	}, nil
+	return &locker{handle: h, inspect: inspect, describe: func() description { return d.d }, Close: func() error { return nil }}, nil
+}
+
+// close closes the Locker, then the clients.
+func (d *redisDeployment) close() error {
+	err := d.l.Close()
+	redisconn.CloseAll(d.clients)
+	if errors.Is(err, lock.ErrClosed) {
+		return nil
+	}
+	return err
 }
 
 // redacted quotes a --redis URL for an error without its password.

@@ -52,16 +52,26 @@ const redisPasswordEnv = "REDISCLI_AUTH" //nolint:gosec // G101: the name of an 
 
 func (f *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.lock, "lock", "", "the DistributedLock, as NAME (in -n's namespace) or NAMESPACE/NAME")
+	f.registerSource(fs)
+	fs.StringVar(&f.key, "key", "", "with --redis: the lock key")
+	fs.IntVar(&f.permits, "permits", 1, "with --redis: how many may hold the lock at once; above 1 it is a semaphore (not with Redlock; a DistributedLock brings its own spec.permits)")
+}
+
+// registerSource adds where locks come from: kubectl's flags, or --redis.
+func (f *targetFlags) registerSource(fs *pflag.FlagSet) {
 	f.kube.register(fs)
 	fs.StringVar(&f.redis, "redis", "", "without Kubernetes: redis:// or rediss:// URL(s), redis://[[user]:password@]host:port[/db] (better without the password: see --redis-password-file); several, comma-separated, mean Redlock over independent nodes")
 	fs.StringVar(&f.passwordFile, "redis-password-file", "", "with --redis: a file holding the password of the URLs that carry none (default: $"+redisPasswordEnv+"; a password inside the URL shows in ps)")
-	fs.StringVar(&f.key, "key", "", "with --redis: the lock key")
-	fs.IntVar(&f.permits, "permits", 1, "with --redis: how many may hold the lock at once; above 1 it is a semaphore (not with Redlock; a DistributedLock brings its own spec.permits)")
 }
 
 // registerTake adds the flags of the commands that take the lock.
 func (f *targetFlags) registerTake(fs *pflag.FlagSet) {
 	f.register(fs)
+	f.registerLease(fs)
+}
+
+// registerLease adds the flags that shape leases.
+func (f *targetFlags) registerLease(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.take.ttl, "ttl", lock.DefaultTTL, "with --redis: the lease TTL (a DistributedLock brings its own)")
 	fs.BoolVar(&f.take.fifo, "fifo", false, "with --redis: strict FIFO, a free lock always goes to the first in line (a DistributedLock brings its own spec.fairness)")
 	fs.StringVar(&f.take.identity, "identity", "", "holder identity (default: $POD_NAME or hostname, and pid)")
@@ -131,7 +141,10 @@ type description struct {
 	holder *v1alpha1.LockHolder
 }
 
-func (f *targetFlags) open(ctx context.Context) (*locker, error) {
+// options are the lock options every lock gets: the identity, the
+// metrics; with --redis, the lease flags too (a DistributedLock brings its
+// own).
+func (f *targetFlags) options() []lock.Option {
 	var opts []lock.Option
 	if f.take.identity != "" {
 		opts = append(opts, lock.WithIdentity(f.take.identity))
@@ -139,6 +152,20 @@ func (f *targetFlags) open(ctx context.Context) (*locker, error) {
 	if f.take.metrics != nil {
 		opts = append(opts, lock.WithMetrics(f.take.metrics))
 	}
+	if f.redis == "" {
+		return opts
+	}
+	if f.take.ttl > 0 {
+		opts = append(opts, lock.WithTTL(f.take.ttl))
+	}
+	if f.take.fifo {
+		opts = append(opts, lock.WithFIFO())
+	}
+	return opts
+}
+
+func (f *targetFlags) open(ctx context.Context) (*locker, error) {
+	opts := f.options()
 	switch {
 	case f.lock != "" && f.redis != "":
 		return nil, exit(ExitUsage, errors.New("use --lock or --redis, not both"))
@@ -155,12 +182,6 @@ func (f *targetFlags) open(ctx context.Context) (*locker, error) {
 	case f.redis != "":
 		if f.key == "" {
 			return nil, exit(ExitUsage, errors.New("--redis needs --key"))
-		}
-		if f.take.ttl > 0 {
-			opts = append(opts, lock.WithTTL(f.take.ttl))
-		}
-		if f.take.fifo {
-			opts = append(opts, lock.WithFIFO())
 		}
 		password, err := f.password()
 		if err != nil {
