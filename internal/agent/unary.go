@@ -127,4 +127,3 @@ func describe(h Holding) *lockv1.GetResponse {
 	}
 	return r
 }
-
