@@ -21,7 +21,7 @@ import (
 // (0o600: the agent's user only; 0o660 with the pod's fsGroup: every
 // container of the pod). A socket left by an agent that died is replaced;
 // any other file is not.
-func ListenUnix(path string, mode fs.FileMode) (net.Listener, error) {
+func ListenUnix(ctx context.Context, path string, mode fs.FileMode) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("agent socket %s: %w", path, err)
 	}
@@ -29,7 +29,8 @@ func ListenUnix(path string, mode fs.FileMode) (net.Listener, error) {
 		if fi.Mode().Type() != fs.ModeSocket {
 			return nil, fmt.Errorf("agent socket %s: a file that is not a socket is in the way", path)
 		}
-		if c, err := net.Dial("unix", path); err == nil {
+		var d net.Dialer
+		if c, err := d.DialContext(ctx, "unix", path); err == nil {
 			_ = c.Close()
 			return nil, fmt.Errorf("agent socket %s: another agent serves it", path)
 		}
@@ -37,7 +38,8 @@ func ListenUnix(path string, mode fs.FileMode) (net.Listener, error) {
 			return nil, fmt.Errorf("agent socket %s: removing a dead agent's socket: %w", path, err)
 		}
 	}
-	ln, err := net.Listen("unix", path)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("agent socket %s: %w", path, err)
 	}

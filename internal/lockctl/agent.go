@@ -6,6 +6,7 @@ SPDX-License-Identifier: Apache-2.0
 package lockctl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -75,7 +76,7 @@ On SIGTERM the agent ends every stream and releases every lease.`,
 
 // runAgent serves until SIGINT or SIGTERM.
 func runAgent(cmd *cobra.Command, target *targetFlags, flags agentFlags, stderr io.Writer) error {
-	listeners, err := flags.listeners()
+	listeners, err := flags.listeners(cmd.Context())
 	if err != nil {
 		return err
 	}
@@ -103,7 +104,7 @@ func runAgent(cmd *cobra.Command, target *targetFlags, flags agentFlags, stderr 
 }
 
 // listeners opens --socket and --listen.
-func (f agentFlags) listeners() ([]net.Listener, error) {
+func (f agentFlags) listeners(ctx context.Context) ([]net.Listener, error) {
 	mode, err := strconv.ParseUint(f.socketMode, 8, 32)
 	if err != nil || mode > 0o777 {
 		return nil, exit(ExitUsage, fmt.Errorf("--socket-mode %q: want an octal file mode such as 0600", f.socketMode))
@@ -113,14 +114,14 @@ func (f agentFlags) listeners() ([]net.Listener, error) {
 	}
 	var lns []net.Listener
 	if f.socket != "" {
-		ln, err := agent.ListenUnix(f.socket, fs.FileMode(mode))
+		ln, err := agent.ListenUnix(ctx, f.socket, fs.FileMode(mode))
 		if err != nil {
 			return nil, err
 		}
 		lns = append(lns, ln)
 	}
 	if f.listen != "" {
-		ln, err := listenLoopback(f.listen)
+		ln, err := listenLoopback(ctx, f.listen)
 		if err != nil {
 			closeListeners(lns)
 			return nil, err
@@ -132,7 +133,7 @@ func (f agentFlags) listeners() ([]net.Listener, error) {
 
 // listenLoopback listens on addr, which must be a loopback address: the
 // API grants locks to whoever reaches it.
-func listenLoopback(addr string) (net.Listener, error) {
+func listenLoopback(ctx context.Context, addr string) (net.Listener, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, exit(ExitUsage, fmt.Errorf("--listen %q: %w", addr, err))
@@ -140,7 +141,8 @@ func listenLoopback(addr string) (net.Listener, error) {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return nil, exit(ExitUsage, fmt.Errorf("--listen %q: only a loopback address (127.0.0.1, ::1, localhost): the API is the pod's alone", addr))
 	}
-	ln, err := net.Listen("tcp", addr)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--listen: %w", err)
 	}
