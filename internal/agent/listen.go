@@ -53,13 +53,10 @@ func ListenUnix(ctx context.Context, path string, mode fs.FileMode) (net.Listene
 // Serve serves s on every listener until ctx ends, then ends the streams,
 // releases every lease and stops.
 func Serve(ctx context.Context, s *Server, listeners ...net.Listener) error {
-	mux := http.NewServeMux()
-	mux.Handle(s.Handler())
-	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true) // gRPC without TLS: the socket never leaves the pod
-	srv := &http.Server{Handler: mux, Protocols: protocols, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.Handler(), Protocols: protocols, ReadHeaderTimeout: 10 * time.Second}
 	errs := make(chan error, len(listeners))
 	for _, ln := range listeners {
 		go func() { errs <- srv.Serve(ln) }()

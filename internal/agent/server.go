@@ -45,6 +45,9 @@ type Options struct {
 	Unavailable func(error) bool
 	// Logger logs leases the agent ends on a client's behalf. Default: none.
 	Logger logr.Logger
+	// DaprStore, when set, serves Dapr's lock routes (/v1.0-alpha1/lock/
+	// and /unlock/) for the lock store of that name. Default: not served.
+	DaprStore string
 }
 
 // Server implements the LockService.
@@ -53,6 +56,7 @@ type Server struct {
 	unavailable func(error) bool
 	log         logr.Logger
 	leases      *leaseTable
+	daprStore   string
 	// stopping is done when the agent stops: streams end with a loss
 	// ("closed") rather than waiting for their clients.
 	stopping context.Context
@@ -67,13 +71,20 @@ func NewServer(locks Locks, opts Options) *Server {
 		opts.Unavailable = func(error) bool { return false }
 	}
 	stopping, stop := context.WithCancel(context.Background())
-	return &Server{locks: locks, unavailable: opts.Unavailable, log: opts.Logger, leases: newLeaseTable(opts.Logger), stopping: stopping, stop: stop}
+	return &Server{locks: locks, unavailable: opts.Unavailable, log: opts.Logger, leases: newLeaseTable(opts.Logger), daprStore: opts.DaprStore, stopping: stopping, stop: stop}
 }
 
-// Handler is the API's one handler (gRPC, gRPC-Web, Connect's HTTP/JSON)
-// and the path it serves under.
-func (s *Server) Handler() (string, http.Handler) {
-	return lockv1connect.NewLockServiceHandler(s, connect.WithReadMaxBytes(MaxRequestBytes))
+// Handler serves the API (gRPC, gRPC-Web, Connect's HTTP/JSON from one
+// handler), Dapr's lock routes when Options.DaprStore asked for them, and
+// GET /livez.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(lockv1connect.NewLockServiceHandler(s, connect.WithReadMaxBytes(MaxRequestBytes)))
+	if s.daprStore != "" {
+		s.registerDapr(mux, s.daprStore)
+	}
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	return mux
 }
 
 // Close ends every stream and releases every lease the agent holds.

@@ -31,6 +31,7 @@ type agentFlags struct {
 	socket     string
 	socketMode string
 	listen     string
+	daprStore  string
 }
 
 func newAgentCommand(stderr io.Writer) *cobra.Command {
@@ -71,6 +72,7 @@ On SIGTERM the agent ends every stream and releases every lease.`,
 	cmd.Flags().StringVar(&flags.socket, "socket", DefaultAgentSocket, "the Unix socket to serve on; empty: none (then --listen is needed)")
 	cmd.Flags().StringVar(&flags.socketMode, "socket-mode", "0600", "the socket's file mode, in octal: 0600 lets the agent's user in only, 0660 the pod's fsGroup too")
 	cmd.Flags().StringVar(&flags.listen, "listen", "", "also serve on this loopback address, e.g. 127.0.0.1:7070 (only loopback: the API is the pod's alone)")
+	cmd.Flags().StringVar(&flags.daprStore, "dapr-store", "", "also serve Dapr's lock API (POST /v1.0-alpha1/lock/STORE, /unlock/STORE) for this lock store name, so that an app written for Dapr can use the agent as its Dapr HTTP port")
 	return cmd
 }
 
@@ -96,7 +98,7 @@ func runAgent(cmd *cobra.Command, target *targetFlags, flags agentFlags, stderr 
 	defer func() { _ = locks.close() }()
 	ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
 	defer stop()
-	s := agent.NewServer(locks, agent.Options{Unavailable: redisFailed, Logger: agentLogger(stderr)})
+	s := agent.NewServer(locks, agent.Options{Unavailable: redisFailed, Logger: agentLogger(stderr), DaprStore: flags.daprStore})
 	for _, ln := range listeners {
 		printf(stderr, "lockctl agent: serving on %s %s\n", ln.Addr().Network(), ln.Addr())
 	}
