@@ -77,6 +77,7 @@ const DefaultTTL = 30 * time.Second
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.failoverQuarantine) || !self.safety.failoverQuarantine || !has(self.redis) || !(self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']) || (has(self.safety.manageReplicaSettings) && self.safety.manageReplicaSettings && has(self.safety.minReplicasToWrite) && self.safety.minReplicasToWrite >= 1)",fieldPath=".safety.failoverQuarantine",reason="FieldValueInvalid",messageExpression=`'the failover quarantine on ' + self.redis.mode + ' needs the replica guard managed: set safety.manageReplicaSettings true and safety.minReplicasToWrite to the number of replicas (its bound holds only while a master cut off from any replica stops taking writes within minReplicasMaxLag; with fewer required, a partitioned old master that keeps one replica goes on granting)'`,message="the failover quarantine on Replicated, Sentinel or Cluster needs the replica guard managed: set safety.manageReplicaSettings true and safety.minReplicasToWrite to the number of replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.waitForReplicas) || self.safety.waitForReplicas == 0 || !has(self.redis) || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.waitForReplicas",reason="FieldValueForbidden",messageExpression=`'waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode, not ' + self.redis.mode + ' (Standalone and Redlock servers run without replicas)'`,message="waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
 // +kubebuilder:validation:XValidation:rule="!has(self.fairness) || self.fairness != 'FIFO' || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".fairness",reason="FieldValueForbidden",message="fairness FIFO needs the waiting line, which Redlock does not have (the line would need a quorum of its own): use Default with Redlock"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxHold) || !self.maxHold.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (has(self.ttl) && !self.ttl.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$')) || duration(self.maxHold) > duration(has(self.ttl) ? self.ttl : '30s')",fieldPath=".maxHold",messageExpression=`'must be longer than ttl (maxHold %s, ttl %s): the acquisition alone holds the lock for ttl, so a cap no longer than that would never let a renewal happen; shorten ttl instead'.format([self.maxHold, has(self.ttl) ? self.ttl : '30s'])`,message="must be longer than ttl: the acquisition alone holds the lock for ttl, so a cap no longer than that would never let a renewal happen; shorten ttl instead"
 // +kubebuilder:validation:XValidation:rule="!has(self.permits) || self.permits == 1 || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".permits",reason="FieldValueForbidden",message="permits above 1 need one Redis deployment: on Redlock a majority of nodes per holder does not bound the holders (3 nodes, 2 permits: holders {a,b}, {a,c}, {b,c} give three holders a majority each); use 1 with Redlock"
 type DistributedLockSpec struct {
 	// key is the Redis key of the lock. The fence counter is {key}:fence and
@@ -115,6 +116,21 @@ type DistributedLockSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$')",message="must be a duration such as 10s, 500ms or 1m"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || duration(self) >= duration('10ms')",message="must be at least 10ms"
 	RenewInterval *metav1.Duration `json:"renewInterval,omitempty"`
+
+	// maxHold caps how long one lease may be held in total, renewals
+	// included: the watchdog proves that the holder's process is alive,
+	// not that its work progresses, so a holder stuck in a loop would keep
+	// the lock for as long as it runs. maxHold after the acquisition the
+	// lease ends (the holder sees it lost and should stop its work) and
+	// the key expires, renewals having been cut short to end there, so
+	// that another holder can take it. Longer than ttl, at most 24h. A
+	// change applies to leases taken afterwards. Absent ⇒ no cap.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$')",message="must be a duration such as 30m, 1h or 1h30m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || duration(self) <= duration('24h')",message="must be at most 24h"
+	MaxHold *metav1.Duration `json:"maxHold,omitempty"`
 
 	// storeRef names the LockStore (of this namespace) or ClusterLockStore
 	// the lock lives on. Exclusive with redis. Immutable.

@@ -218,6 +218,22 @@ func TestInvalidRefused(t *testing.T) {
 			"spec.renewInterval", "must be at least 10ms"},
 		{"renewInterval not a duration", obj{"renewInterval": "often", "redis": standalone()},
 			"spec.renewInterval", "must be a duration such as 10s"},
+		// maxHold > ttl (the acquisition alone holds the key for ttl), at
+		// most 24h; the message names both durations.
+		{"maxHold equal to ttl", obj{"ttl": "10s", "maxHold": "10s", "redis": standalone()},
+			"spec.maxHold", "must be longer than ttl (maxHold 10s, ttl 10s): the acquisition alone holds the lock for ttl, so a cap no longer than that would never let a renewal happen"},
+		{"maxHold shorter than ttl", obj{"ttl": "1m", "maxHold": "30s", "redis": standalone()},
+			"spec.maxHold", "must be longer than ttl (maxHold 30s, ttl 1m)"},
+		{"maxHold not above the default ttl", obj{"maxHold": "30000ms", "redis": standalone()},
+			"spec.maxHold", "must be longer than ttl (maxHold 30000ms, ttl 30s)"},
+		{"maxHold above 24h", obj{"ttl": "1h", "maxHold": "24h0m0.001s", "redis": standalone()},
+			"spec.maxHold", "must be at most 24h"},
+		{"maxHold of 100000h", obj{"maxHold": "100000h", "redis": standalone()},
+			"spec.maxHold", "must be at most 24h"},
+		{"maxHold not a duration", obj{"maxHold": "an hour", "redis": standalone()},
+			"spec.maxHold", "must be a duration such as 30m"},
+		{"maxHold negative", obj{"maxHold": "-1h", "redis": standalone()},
+			"spec.maxHold", "must be a duration such as 30m"},
 
 		// Replica guards.
 		{"max lag not whole seconds", obj{"redis": obj{"mode": "Replicated", "addresses": three}, "safety": obj{"minReplicasToWrite": 1, "minReplicasMaxLag": "1500ms"}},
@@ -329,6 +345,10 @@ func TestValidAccepted(t *testing.T) {
 		{"renewal at the bound for the shortest ttl", obj{"ttl": "100ms", "renewInterval": "48.5ms", "redis": standalone()}},
 		{"fractional durations", obj{"ttl": "1.5s", "renewInterval": "333.333333ms", "redis": standalone()}},
 		{"renewal in microseconds", obj{"ttl": "100ms", "renewInterval": "33333µs", "redis": standalone()}},
+		{"maxHold just above ttl", obj{"ttl": "10s", "maxHold": "10.001s", "redis": standalone()}},
+		{"maxHold above the default ttl", obj{"maxHold": "31s", "redis": standalone()}},
+		{"maxHold of 24h", obj{"ttl": "1h", "maxHold": "24h", "redis": standalone()}},
+		{"maxHold in minutes on a semaphore", obj{"maxHold": "90m", "permits": 3, "redis": standalone()}},
 		{"key of 512 bytes", obj{"key": strings.Repeat("k", 512), "redis": standalone()}},
 		{"unicode key", obj{"key": "billing/расчёт/結算", "redis": standalone()}},
 		{"fencing disabled", obj{"redis": standalone(), "fencing": obj{"enabled": false}}},
@@ -394,12 +414,14 @@ func TestTypedObjectsAccepted(t *testing.T) {
 		{"sub-second durations from Go", v1alpha1.DistributedLockSpec{
 			TTL:           &metav1.Duration{Duration: 100 * time.Millisecond},
 			RenewInterval: &metav1.Duration{Duration: 100 * time.Millisecond / 3},
+			MaxHold:       &metav1.Duration{Duration: 100*time.Millisecond + time.Nanosecond},
 			Redis:         v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"redis:6379"}},
 		}},
 		{"every field", v1alpha1.DistributedLockSpec{
 			Key:           "billing/settlement",
 			TTL:           &metav1.Duration{Duration: time.Minute},
 			RenewInterval: &metav1.Duration{Duration: 20 * time.Second},
+			MaxHold:       &metav1.Duration{Duration: 2*time.Hour + 30*time.Minute},
 			Redis: v1alpha1.RedisSpec{
 				Mode:              v1alpha1.RedisModeReplicated,
 				Addresses:         []string{"redis-0.redis:6379", "redis-1.redis:6379"},

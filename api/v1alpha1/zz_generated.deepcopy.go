@@ -226,6 +226,11 @@ func (in *DistributedLockSpec) DeepCopyInto(out *DistributedLockSpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.MaxHold != nil {
+		in, out := &in.MaxHold, &out.MaxHold
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.StoreRef != nil {
 		in, out := &in.StoreRef, &out.StoreRef
 		*out = new(StoreReference)

@@ -91,7 +91,11 @@ func runAgent(cmd *cobra.Command, target *targetFlags, flags agentFlags, stderr 
 		defer srv.close()
 		target.take.metrics = reg
 	}
-	locks, err := agentLocksOf(target, target.options())
+	opts, err := target.options()
+	if err != nil {
+		return err
+	}
+	locks, err := agentLocksOf(target, opts)
 	if err != nil {
 		return err
 	}

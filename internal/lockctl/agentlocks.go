@@ -117,6 +117,9 @@ func agentLocksOf(target *targetFlags, opts []lock.Option) (*agentLocks, error) 
 		}
 		return a, nil
 	}
+	if target.take.maxHold != 0 {
+		return nil, exit(ExitUsage, errors.New("--max-hold is for --redis: a DistributedLock brings its own spec.maxHold"))
+	}
 	cfg, err := target.kube.restConfig()
 	if err != nil {
 		return nil, err

@@ -223,6 +223,68 @@ func TestLostLeaseTerminatesTheChild(t *testing.T) {
 	}
 }
 
+// TestMaxHold: --max-hold caps a lease however alive lockctl is: run stops
+// COMMAND once the lease reaches it and exits 4 with a message that says
+// so, acquire exits 4, and the key is free for the next holder then. A cap
+// no longer than the TTL, or one given with --lock (a DistributedLock
+// brings its own spec.maxHold), is a usage error.
+func TestMaxHold(t *testing.T) {
+	srv := redistest.StartStandalone(t)
+	url := redisURL(srv)
+
+	t.Run("run", func(t *testing.T) {
+		start := time.Now()
+		cmd, stderr, pid := startRun(t, "run", "--redis", url, "--key", "stuck", "--ttl", "500ms", "--max-hold", "2s", "--",
+			"sh", "-c", "echo $$; exec sleep 60")
+		if code := waitExit(t, cmd, 20*time.Second); code != 4 {
+			t.Fatalf("exit %d, want 4 (lease lost at its max hold); stderr:\n%s", code, stderr.String())
+		}
+		// At least max hold - ttl: renewed past its TTL, ended by the cap.
+		if held := time.Since(start); held < 1500*time.Millisecond {
+			t.Fatalf("exited after %v, before its max hold 2s (ttl 500ms); stderr:\n%s", held, stderr.String())
+		}
+		if alive(pid) {
+			t.Fatal("the child outlived the lease")
+		}
+		for _, want := range []string{"lease on stuck lost while sh ran", "max hold time reached (the cap that --max-hold"} {
+			if !strings.Contains(stderr.String(), want) {
+				t.Fatalf("stderr does not say %q:\n%s", want, stderr.String())
+			}
+		}
+		if r := lockctl(t, "run", "--redis", url, "--key", "stuck", "--wait", "5s", "--", "true"); r.code != 0 {
+			t.Fatalf("the next run could not take the lock after the capped lease: exit %d; stderr:\n%s", r.code, r.stderr)
+		}
+	})
+
+	t.Run("acquire", func(t *testing.T) {
+		r := lockctl(t, "acquire", "--redis", url, "--key", "debugging", "--ttl", "500ms", "--max-hold", "1s", "--hold", "30s")
+		if r.code != 4 || !strings.Contains(r.stderr, "max hold time reached") {
+			t.Fatalf("exit %d, want 4 saying max hold; stderr:\n%s", r.code, r.stderr)
+		}
+		if r.took > 15*time.Second {
+			t.Fatalf("acquire --max-hold 1s --hold 30s held for %v", r.took)
+		}
+	})
+
+	for _, tt := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"equal to --ttl", []string{"--redis", url, "--key", "k", "--ttl", "1s", "--max-hold", "1s"}, "--max-hold 1s must be longer than --ttl 1s"},
+		{"below the default TTL", []string{"--redis", url, "--key", "k", "--max-hold", "10s"}, "--max-hold 10s must be longer than --ttl 30s"},
+		{"negative", []string{"--redis", url, "--key", "k", "--max-hold", "-1h"}, "--max-hold -1h0m0s must be longer than --ttl"},
+		{"with a DistributedLock", []string{"--lock", "billing/settle", "--max-hold", "1h"}, "a DistributedLock brings its own spec.maxHold"},
+	} {
+		t.Run("refused "+tt.name, func(t *testing.T) {
+			r := lockctl(t, append(append([]string{"run"}, tt.args...), "--", "true")...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.says) {
+				t.Fatalf("exit %d, want 2 saying %q; stderr:\n%s", r.code, tt.says, r.stderr)
+			}
+		})
+	}
+}
+
 // Two `lockctl run` on one lock run their children strictly one after the
 // other.
 func TestConcurrentRunsAreSerialized(t *testing.T) {

@@ -42,8 +42,9 @@ runs hold it at once, each with a permit and a fence of its own.
 
 COMMAND runs in its own process group, with everything it starts. If the
 lease is lost while COMMAND runs (Redis unreachable past the TTL, the key
-taken from outside), the whole group gets SIGTERM, then SIGKILL after --grace,
-and lockctl exits 4. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to lockctl end
+taken from outside, or held for its max hold: --max-hold with --redis, a
+DistributedLock's spec.maxHold), the whole group gets SIGTERM, then SIGKILL
+after --grace, and lockctl exits 4. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to lockctl end
 a wait for the lock, and while COMMAND runs are forwarded to its group: a
 terminal's Ctrl-C reaches lockctl, which forwards it (COMMAND, outside the
 terminal's foreground group, cannot read the terminal). If lockctl itself is
@@ -62,6 +63,7 @@ With --metrics-addr, lockctl serves GET /metrics: the lock's metrics
 process's, for Prometheus, from before the wait until it exits.`,
 		Example: `  lockctl run --lock billing/nightly-settlement --wait 5m -- ./settle --date today
   lockctl run --redis redis://localhost:6379 --key reports --ttl 30s -- make report
+  lockctl run --redis redis://localhost:6379 --key reindex --max-hold 2h -- ./reindex   # stopped, exit 4, if still running after 2h
   lockctl run --lock shop/checkout-leader --ready-addr :8090 -- /app/checkout
   lockctl run --redis redis://localhost:6379 --key exports --permits 3 -- ./export   # at most 3 at once`,
 		Args:    usage(cobra.MinimumNArgs(1)),
@@ -134,11 +136,20 @@ func run(s *session, stderr io.Writer, grace time.Duration, argv []string, ready
 			_ = signalGroup(pgid, sig.(syscall.Signal)) // the session asks only for syscall signals
 		case <-lease.Done():
 			ready.stop("the lease was lost")
-			printf(stderr, "lockctl: lease on %s lost while %s ran: %v; stopping it\n", l.Key(), argv[0], lease.Err())
+			printf(stderr, "lockctl: lease on %s lost while %s ran: %v; stopping it\n", l.Key(), argv[0], lostBecause(lease.Err()))
 			stopGroup(pgid, exited, grace)
 			return exit(ExitLeaseLost, fmt.Errorf("lease lost: %w", lease.Err()))
 		}
 	}
+}
+
+// lostBecause is why a lease ended, for its message: a lease at its max
+// hold is said to be so, as it ended by design and not by a fault.
+func lostBecause(err error) string {
+	if errors.Is(err, lock.ErrMaxHoldExceeded) {
+		return err.Error() + " (the cap that --max-hold or the DistributedLock's spec.maxHold sets; renewals never extend it)"
+	}
+	return err.Error()
 }
 
 // childExit turns the child's end into lockctl's exit: its code, or 128+N

@@ -38,6 +38,7 @@ type targetFlags struct {
 // takeFlags shape a lease: only the commands that take the lock have them.
 type takeFlags struct {
 	ttl         time.Duration
+	maxHold     time.Duration // 0: no cap
 	fifo        bool
 	identity    string
 	metricsAddr string
@@ -73,6 +74,7 @@ func (f *targetFlags) registerTake(fs *pflag.FlagSet) {
 // registerLease adds the flags that shape leases.
 func (f *targetFlags) registerLease(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.take.ttl, "ttl", lock.DefaultTTL, "with --redis: the lease TTL (a DistributedLock brings its own)")
+	fs.DurationVar(&f.take.maxHold, "max-hold", 0, "with --redis: the longest the lease may be held, renewals included, longer than --ttl; past it the lease is lost (run stops COMMAND and exits 4) however alive lockctl is (default: no cap; a DistributedLock brings its own spec.maxHold)")
 	fs.BoolVar(&f.take.fifo, "fifo", false, "with --redis: strict FIFO, a free lock always goes to the first in line (a DistributedLock brings its own spec.fairness)")
 	fs.StringVar(&f.take.identity, "identity", "", "holder identity (default: $POD_NAME or hostname, and pid)")
 	fs.StringVar(&f.take.metricsAddr, "metrics-addr", "", "serve the lock's metrics (redlease_lock_*) and the process's at GET /metrics on this address, e.g. :9090, for Prometheus")
@@ -144,7 +146,7 @@ type description struct {
 // options are the lock options every lock gets: the identity, the
 // metrics; with --redis, the lease flags too (a DistributedLock brings its
 // own).
-func (f *targetFlags) options() []lock.Option {
+func (f *targetFlags) options() ([]lock.Option, error) {
 	var opts []lock.Option
 	if f.take.identity != "" {
 		opts = append(opts, lock.WithIdentity(f.take.identity))
@@ -153,22 +155,24 @@ func (f *targetFlags) options() []lock.Option {
 		opts = append(opts, lock.WithMetrics(f.take.metrics))
 	}
 	if f.redis == "" {
-		return opts
+		return opts, nil
 	}
-	if f.take.ttl > 0 {
-		opts = append(opts, lock.WithTTL(f.take.ttl))
-	}
-	if f.take.fifo {
-		opts = append(opts, lock.WithFIFO())
-	}
-	return opts
+	settings, err := f.take.redisOptions()
+	return append(opts, settings...), err
 }
 
 func (f *targetFlags) open(ctx context.Context) (*locker, error) {
-	opts := f.options()
+	opts, err := f.options()
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case f.lock != "" && f.redis != "":
 		return nil, exit(ExitUsage, errors.New("use --lock or --redis, not both"))
+	case f.lock != "" && f.take.maxHold != 0:
+		// Refused rather than ignored: a cap the user asked for that
+		// silently does not apply would keep a stuck holder.
+		return nil, exit(ExitUsage, errors.New("--max-hold is for --redis: a DistributedLock brings its own spec.maxHold"))
 	case f.lock != "":
 		ns, name, err := f.lockName()
 		if err != nil {
@@ -190,6 +194,29 @@ func (f *targetFlags) open(ctx context.Context) (*locker, error) {
 		return openRedis(f.redis, password, f.key, f.permits, opts)
 	}
 	return nil, exit(ExitUsage, errors.New("say which lock: --lock [NAMESPACE/]NAME, or --redis URL --key K"))
+}
+
+// redisOptions are the lease settings that a DistributedLock's spec
+// brings, from the flags: for --redis.
+func (t *takeFlags) redisOptions() ([]lock.Option, error) {
+	var opts []lock.Option
+	ttl := lock.DefaultTTL
+	if t.ttl > 0 {
+		ttl = t.ttl
+		opts = append(opts, lock.WithTTL(t.ttl))
+	}
+	if t.fifo {
+		opts = append(opts, lock.WithFIFO())
+	}
+	if t.maxHold != 0 {
+		// As spec.maxHold's rule: the library would take a cap equal to
+		// the TTL, under which no renewal ever happens.
+		if t.maxHold <= ttl {
+			return nil, exit(ExitUsage, fmt.Errorf("--max-hold %v must be longer than --ttl %v: the acquisition alone holds the lock for the TTL, so a cap no longer than that would never let a renewal happen", t.maxHold, ttl))
+		}
+		opts = append(opts, lock.WithMaxHold(t.maxHold))
+	}
+	return opts, nil
 }
 
 // lockName splits --lock: NAMESPACE/NAME, or NAME in -n's namespace (the

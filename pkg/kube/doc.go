@@ -18,8 +18,8 @@ SPDX-License-Identifier: Apache-2.0
 // name) and the credentials Secret (status.credentialsSecretRef: username,
 // password, ca.crt, and when used sentinel-username, sentinel-password,
 // tls.crt and tls.key); from its spec the lease settings (TTL, renew
-// interval, fencing, waitForReplicas). The handle watches the resource
-// until closed: when the controller publishes a new master (Standalone,
+// interval, maxHold, fencing, waitForReplicas). The handle watches the
+// resource until closed: when the controller publishes a new master (Standalone,
 // Replicated) or changes settings (TTL, TLS), the next acquisition uses
 // them, while leases already held stay on their connections until they
 // end. Sentinel mode uses a go-redis failover client on the sentinels,

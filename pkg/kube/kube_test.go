@@ -244,6 +244,61 @@ func TestSemaphoreThroughTheResource(t *testing.T) {
 	releaseAtEnd(t, third)
 }
 
+// TestMaxHoldFromTheResourceEndsTheLease: spec.maxHold reaches the
+// Locker, for a lock and for a semaphore's permit: a lease that the
+// watchdog keeps renewing past its ttl ends about maxHold after it was
+// taken, lost with lock.ErrMaxHoldExceeded, and its key is free then for
+// the next holder.
+func TestMaxHoldFromTheResourceEndsTheLease(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	srv := redistest.StartStandalone(t)
+	cfg := podConfig(t, env, ns, credentialsSecret)
+	const ttl, maxHold = 500 * time.Millisecond, 2 * time.Second
+	for _, c := range []struct {
+		name    string
+		permits int32
+	}{
+		{"lock", 1},
+		{"semaphore", 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dl := createLock(t, env, ns, c.name, v1alpha1.DistributedLockSpec{Permits: c.permits,
+				TTL: &metav1.Duration{Duration: ttl}, MaxHold: &metav1.Duration{Duration: maxHold}})
+			publish(t, env, dl, ns+"/"+c.name, standalone(srv.Addr()), map[string][]byte{})
+			l := newKubeLocker(t, cfg, ns, c.name, lock.WithIdentity("stuck"))
+
+			start := time.Now()
+			lease, err := l.Acquire(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			releaseAtEnd(t, lease)
+			select {
+			case <-lease.Done():
+			case <-time.After(10 * maxHold):
+				t.Fatalf("the lease is still held %v after it was taken, with spec.maxHold %v", time.Since(start), maxHold)
+			}
+			// At least maxHold - ttl: renewed past its first ttl, ended by
+			// the cap and not by a renewal that failed.
+			if held := time.Since(start); held < maxHold-ttl {
+				t.Fatalf("the lease ended after %v, before spec.maxHold %v (ttl %v): %v", held, maxHold, ttl, lease.Err())
+			}
+			if err := lease.Err(); !errors.Is(err, lock.ErrLeaseLost) || !errors.Is(err, lock.ErrMaxHoldExceeded) {
+				t.Fatalf("the lease ended with %v, want ErrLeaseLost wrapping ErrMaxHoldExceeded", err)
+			}
+			next := newKubeLocker(t, cfg, ns, c.name, lock.WithIdentity("next"))
+			ctx, cancel := context.WithTimeout(t.Context(), 10*ttl)
+			defer cancel()
+			taken, err := next.Acquire(ctx)
+			if err != nil {
+				t.Fatalf("the next holder could not take the lock after the capped lease ended: %v", err)
+			}
+			releaseAtEnd(t, taken)
+		})
+	}
+}
+
 // TestNotReadyIsWaitedForWithinBounds: a lock that is not Ready fails
 // TryAcquire at once with ErrNotReady naming the reason; Acquire waits for
 // it within its context (a lock applied together with the CronJob that

@@ -78,7 +78,7 @@ type binding struct {
 // NewLocker reads the DistributedLock namespace/name (ctx bounds this first
 // read only) and returns a handle that follows the resource until Close.
 // opts are applied after the options the resource implies (TTL, renew
-// interval, fencing, waitForReplicas, the failover quarantine of
+// interval, maxHold, fencing, waitForReplicas, the failover quarantine of
 // status.failoverQuarantine), so they can add an identity, a logger or
 // metrics — or override the resource, deliberately.
 //

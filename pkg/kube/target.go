@@ -85,6 +85,7 @@ type target struct {
 	sentinels   redisconn.Credentials
 	ttl         time.Duration
 	renew       time.Duration
+	maxHold     time.Duration // spec.maxHold; 0: no cap
 	fencing     bool
 	fifo        bool // spec.fairness FIFO
 	replicaAcks int
@@ -170,6 +171,9 @@ func leaseSettings(dl *v1alpha1.DistributedLock) target {
 	if spec.RenewInterval != nil {
 		t.renew = spec.RenewInterval.Duration
 	}
+	if spec.MaxHold != nil {
+		t.maxHold = spec.MaxHold.Duration
+	}
 	if spec.Safety != nil {
 		t.replicaAcks = int(spec.Safety.WaitForReplicas)
 	}
@@ -188,8 +192,8 @@ func (t target) fingerprint() string {
 	if t.quarantine != nil {
 		quarantine = t.quarantine.String()
 	}
-	_, _ = fmt.Fprintf(h, "%q|%s|%q|%+v|%d|%s|%s|%v|%v|%v|%d|%v|%d|%s", t.key, t.conn.Mode, t.conn.Addresses, t.conn.Sentinel, t.conn.DB,
-		redisconn.Credentials{TLS: t.servers.TLS}.Fingerprint(), t.sentinels.Fingerprint(), t.ttl, t.renew, t.fencing, t.replicaAcks, t.fifo, t.permits, quarantine)
+	_, _ = fmt.Fprintf(h, "%q|%s|%q|%+v|%d|%s|%s|%v|%v|%v|%v|%d|%v|%d|%s", t.key, t.conn.Mode, t.conn.Addresses, t.conn.Sentinel, t.conn.DB,
+		redisconn.Credentials{TLS: t.servers.TLS}.Fingerprint(), t.sentinels.Fingerprint(), t.ttl, t.renew, t.maxHold, t.fencing, t.replicaAcks, t.fifo, t.permits, quarantine)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -206,6 +210,9 @@ func (t target) connect(opts []lock.Option, source redisconn.CredentialsSource) 
 	}
 	if t.fifo {
 		base = append(base, lock.WithFIFO())
+	}
+	if t.maxHold > 0 {
+		base = append(base, lock.WithMaxHold(t.maxHold))
 	}
 	if t.quarantine != nil {
 		// The controller wrote the key's epoch record before publishing

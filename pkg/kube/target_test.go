@@ -191,6 +191,7 @@ func TestFingerprint(t *testing.T) {
 		{"server name", func(t *target) { t.servers.TLS = &redisconn.TLS{ServerName: "x"} }, true},
 		{"sentinels' password", func(t *target) { t.sentinels.Password = "x" }, true},
 		{"ttl", func(t *target) { t.ttl = time.Minute }, true},
+		{"maxHold", func(t *target) { t.maxHold = time.Hour }, true},
 		{"waitForReplicas", func(t *target) { t.replicaAcks = 1 }, true},
 		{"fairness", func(t *target) { t.fifo = true }, true},
 		{"permits", func(t *target) { t.permits = 3 }, true},
@@ -207,8 +208,12 @@ func TestFingerprint(t *testing.T) {
 // TestLeaseSettings: what the spec says about leases reaches the Locker.
 func TestLeaseSettings(t *testing.T) {
 	dl := readyLock(v1alpha1.ConnectionStatus{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"m:1"}})
-	if got := leaseSettings(dl); got.fifo || got.ttl != 30*time.Second || !got.fencing {
-		t.Errorf("defaults: %+v, want ttl 30s, fencing, no FIFO", got)
+	if got := leaseSettings(dl); got.fifo || got.ttl != 30*time.Second || !got.fencing || got.maxHold != 0 {
+		t.Errorf("defaults: %+v, want ttl 30s, fencing, no FIFO, no max hold", got)
+	}
+	dl.Spec.MaxHold = &metav1.Duration{Duration: time.Hour}
+	if got := leaseSettings(dl).maxHold; got != time.Hour {
+		t.Errorf("spec.maxHold 1h gave %v", got)
 	}
 	dl.Spec.Fairness = v1alpha1.FairnessFIFO
 	if !leaseSettings(dl).fifo {
