@@ -2,7 +2,11 @@
 // lock libraries people use today — github.com/go-redsync/redsync/v4 and
 // github.com/bsm/redislock — and with a raw baseline of the minimal
 // commands (the round-trip floor), all against the same redis-server in the
-// same run.
+// same run. A second baseline, the fenced floor, is the least a lock that
+// hands out fences can do in two round trips (one script {SET NX PX; INCR}
+// and a compare-and-delete): redlease, which fences by default, is measured
+// against both (issue 45), in time and in the server's command time per
+// cycle (INFO commandstats, for the calls the clients sent).
 //
 // It is its own Go module so the peers never enter the main module's
 // go.mod. It cannot use the main module's internal/redistest, so Server

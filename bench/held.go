@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -243,45 +242,50 @@ func processCPU() time.Duration {
 }
 
 // scriptCalls sums the calls of EVALSHA, EVAL and FCALL in INFO
-// commandstats ("cmdstat_evalsha:calls=12,usec=..."): a Locker calls the
-// library's functions where an earlier scenario loaded it on the server.
+// commandstats: a Locker calls the library's functions where an earlier
+// scenario loaded it on the server.
 func scriptCalls(info map[string]string) int64 {
-	var n int64
-	for _, k := range []string{"cmdstat_evalsha", "cmdstat_eval", "cmdstat_fcall"} {
-		for field := range strings.SplitSeq(info[k], ",") {
-			if v, ok := strings.CutPrefix(field, "calls="); ok {
-				c, _ := strconv.ParseInt(v, 10, 64)
-				n += c
-			}
-		}
-	}
-	return n
+	return ParseCommandStats(info).Calls("evalsha", "eval", "fcall")
 }
 
 // Load is what Redis servers did: the commands they processed (those
-// scripts ran included) and redis-server's CPU time (user and system).
+// scripts ran included), redis-server's CPU time (user and system) and
+// INFO commandstats; and what the clients sent them (Sent), which tells
+// the calls they sent from the commands their scripts ran.
 type Load struct {
 	Commands int64
 	CPU      time.Duration
+	Stats    CommandStats
+	Sent     Counts
 }
 
 // Add is l and o together.
-func (l Load) Add(o Load) Load { return Load{l.Commands + o.Commands, l.CPU + o.CPU} }
+func (l Load) Add(o Load) Load {
+	return Load{Commands: l.Commands + o.Commands, CPU: l.CPU + o.CPU, Stats: l.Stats.Add(o.Stats), Sent: l.Sent.Add(o.Sent)}
+}
 
 // Sub is l less o.
-func (l Load) Sub(o Load) Load { return Load{l.Commands - o.Commands, l.CPU - o.CPU} }
+func (l Load) Sub(o Load) Load {
+	return Load{Commands: l.Commands - o.Commands, CPU: l.CPU - o.CPU, Stats: l.Stats.Sub(o.Stats), Sent: l.Sent.Sub(o.Sent)}
+}
+
+// CommandMicros is the servers' command time for what the clients sent
+// (CommandStats.SentMicros), in µs.
+func (l Load) CommandMicros() float64 { return l.Stats.SentMicros(l.Sent) }
 
 // ServerLoad sums the servers' load so far (one INFO per server, on
-// admins[i], which counts as one command).
+// admins[i], which counts as one command). Sent is left empty: the
+// servers do not know it.
 func ServerLoad(ctx context.Context, srvs []*Server, admins []*redis.Client) (Load, error) {
 	var l Load
 	for i, s := range srvs {
-		info, err := s.Info(ctx, admins[i], "stats", "cpu")
+		info, err := s.Info(ctx, admins[i], "stats", "cpu", "commandstats")
 		if err != nil {
 			return Load{}, err
 		}
 		l.Commands += infoInt(info, "total_commands_processed")
 		l.CPU += redisCPU(info)
+		l.Stats = l.Stats.Add(ParseCommandStats(info))
 	}
 	return l, nil
 }

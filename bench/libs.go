@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,10 +22,11 @@ import (
 // Family names group rows: "best peer" is the best row whose family is a
 // peer library.
 const (
-	FamilyFloor     = "floor"
-	FamilyRedlease  = "redlease"
-	FamilyRedsync   = "redsync"
-	FamilyRedislock = "redislock"
+	FamilyFloor       = "floor"
+	FamilyFencedFloor = "fenced floor" // the floor of a lock that hands out fences (NewFencedFloor)
+	FamilyRedlease    = "redlease"
+	FamilyRedsync     = "redsync"
+	FamilyRedislock   = "redislock"
 )
 
 // IsPeer reports whether a family is one of the peer libraries.
@@ -75,48 +77,129 @@ func (l *Lib) onClose(f func()) {
 // floorDelete is the minimal owner-only delete: compare, then DEL.
 var floorDelete = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 
+// fencedTake is the least a fenced lock can do in one round trip: SET NX PX
+// and, only when that took the key, INCR of the key's fence counter, in one
+// script so that no other client's grant can come between the two. It
+// returns the new fence, or 0 when the key was held (no fence is spent).
+var fencedTake = redis.NewScript(`if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('INCR', KEYS[2]) end return 0`)
+
 var floorSeq atomic.Uint64
+
+// errHeld is a floor's answer to a key someone holds: the floors do not
+// wait, so a held key is an error.
+var errHeld = errors.New("held")
+
+// floorValue is a value no other floor acquisition in this process uses.
+func floorValue() string { return strconv.FormatUint(floorSeq.Add(1), 10) }
+
+// floorRelease deletes key if it still holds value: the compare-and-delete
+// both floors release with.
+func floorRelease(ctx context.Context, c redis.Scripter, key, value string) error {
+	n, err := floorDelete.Run(ctx, c, []string{key}, value).Int()
+	if err != nil {
+		return fmt.Errorf("floor: release %q: %w", key, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("floor: %q was not ours at release", key)
+	}
+	return nil
+}
+
+// fenceKey is the counter that fences key: it shares key's hash tag (or
+// makes key its tag) so that the acquire script's two keys are in one slot,
+// as a Cluster requires, and not only on the one server the runner starts.
+func fenceKey(key string) string {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key + ":fence" // key's own tag comes first and applies to both
+		}
+	}
+	return "{" + key + "}:fence"
+}
+
+// fencedAcquire takes key for value with the fenced floor's script and
+// returns its fence (1, 2, ... per key); errHeld when someone holds key.
+func fencedAcquire(ctx context.Context, c redis.Scripter, key, value string, ttl time.Duration) (int64, error) {
+	fence, err := fencedTake.Run(ctx, c, []string{key, fenceKey(key)}, value, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("fenced floor: acquire %q: %w", key, err)
+	}
+	if fence == 0 {
+		return 0, fmt.Errorf("fenced floor: %q: %w", key, errHeld)
+	}
+	return fence, nil
+}
+
+// dedicated hands every goroutine a connection of its own, made on first
+// use, as the floors' least-overhead clients have; close closes them all.
+func dedicated(client *redis.Client) (conn func(i int) *redis.Conn, closeAll func()) {
+	var mu sync.Mutex
+	conns := map[int]*redis.Conn{}
+	conn = func(i int) *redis.Conn {
+		mu.Lock()
+		defer mu.Unlock()
+		c := conns[i]
+		if c == nil {
+			c = client.Conn()
+			conns[i] = c
+		}
+		return c
+	}
+	closeAll = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}
+	return conn, closeAll
+}
 
 // NewFloor is the round-trip floor: SET key value NX PX ttl, then an EVALSHA
 // compare-and-delete, each goroutine on its own connection, with a counter
 // for a value and nothing else (no waiting: a held key is an error).
 func NewFloor(client *redis.Client, ttl time.Duration) *Lib {
 	l := &Lib{Name: "raw floor", Family: FamilyFloor, Tuning: "SET NX PX + EVALSHA compare-and-delete, one connection"}
-	var mu sync.Mutex
-	conns := map[int]*redis.Conn{}
+	conn, closeAll := dedicated(client)
 	l.worker = func(i int) LockFunc {
-		mu.Lock()
-		conn := conns[i]
-		if conn == nil {
-			conn = client.Conn()
-			conns[i] = conn
-		}
-		mu.Unlock()
+		c := conn(i)
 		return func(ctx context.Context, key string) (Release, error) {
-			v := strconv.FormatUint(floorSeq.Add(1), 10)
-			ok, err := conn.SetNX(ctx, key, v, ttl).Result()
+			v := floorValue()
+			ok, err := c.SetNX(ctx, key, v, ttl).Result()
 			if err != nil {
 				return nil, err
 			}
 			if !ok {
-				return nil, fmt.Errorf("floor: %q is held", key)
+				return nil, fmt.Errorf("floor: %q: %w", key, errHeld)
 			}
-			return func(ctx context.Context) error {
-				n, err := floorDelete.Run(ctx, conn, []string{key}, v).Int()
-				if err == nil && n != 1 {
-					err = fmt.Errorf("floor: %q was not ours at release", key)
-				}
-				return err
-			}, nil
+			return func(ctx context.Context) error { return floorRelease(ctx, c, key, v) }, nil
 		}
 	}
-	l.onClose(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
+	l.onClose(closeAll)
+	return l
+}
+
+// NewFencedFloor is the floor of a fenced lock (issue 45): one EVALSHA that
+// runs SET NX PX and, when it took the key, INCR of the key's fence counter
+// (fenceKey), then the raw floor's compare-and-delete; each goroutine on
+// its own connection, no waiting. A lock that hands out fences cannot do
+// less in two round trips, so redlease's goals are ratios to this row and
+// not to the raw floor, which has no fence.
+func NewFencedFloor(client *redis.Client, ttl time.Duration) *Lib {
+	l := &Lib{Name: "fenced floor", Family: FamilyFencedFloor,
+		Tuning: "EVALSHA {SET NX PX; INCR {key}:fence} + EVALSHA compare-and-delete, one connection"}
+	conn, closeAll := dedicated(client)
+	l.worker = func(i int) LockFunc {
+		c := conn(i)
+		return func(ctx context.Context, key string) (Release, error) {
+			v := floorValue()
+			if _, err := fencedAcquire(ctx, c, key, v, ttl); err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) error { return floorRelease(ctx, c, key, v) }, nil
 		}
-	})
+	}
+	l.onClose(closeAll)
 	return l
 }
 
@@ -152,7 +235,7 @@ func NewFloorRedlock(clients []*redis.Client, ttl time.Duration) *Lib {
 			return int(n.Load())
 		}
 		return func(ctx context.Context, key string) (Release, error) {
-			v := strconv.FormatUint(floorSeq.Add(1), 10)
+			v := floorValue()
 			del := func(c *redis.Conn) bool {
 				n, err := floorDelete.Run(ctx, c, []string{key}, v).Int()
 				return err == nil && n == 1

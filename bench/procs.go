@@ -76,6 +76,7 @@ func IsWorker() bool { return os.Getenv(workerEnv) != "" }
 type workerReport struct {
 	Holdings [][2]time.Duration `json:"holdings"` // CLOCK_MONOTONIC at acquisition and at the start of release
 	Errors   int                `json:"errors"`
+	Sent     Counts             `json:"sent"` // the commands this worker's client sent
 	Err      string             `json:"err,omitempty"`
 }
 
@@ -101,7 +102,8 @@ func runWorker() workerReport {
 	hold, _ := time.ParseDuration(os.Getenv("BENCH_HOLD"))
 	ttl, _ := time.ParseDuration(os.Getenv("BENCH_TTL"))
 	key := os.Getenv("BENCH_KEY")
-	client := redis.NewClient(&redis.Options{Addr: os.Getenv("BENCH_REDIS"), PoolSize: 4})
+	var sent Sent
+	client := sent.Watch(redis.NewClient(&redis.Options{Addr: os.Getenv("BENCH_REDIS"), PoolSize: 4}))
 	defer func() { _ = client.Close() }()
 	lib, err := pl.build(client, ttl)
 	if err != nil {
@@ -114,7 +116,10 @@ func runWorker() workerReport {
 	if _, err := fmt.Fscanln(os.Stdin, &word, &end); err != nil || word != "go" {
 		return workerReport{Err: fmt.Sprintf("no go line (%q): %v", word, err)}
 	}
-	return contend(lib.Worker(0), key, hold, time.Duration(end))
+	before := sent.Counts() // building the library sent its own commands
+	rep := contend(lib.Worker(0), key, hold, time.Duration(end))
+	rep.Sent = sent.Counts().Sub(before)
+	return rep
 }
 
 // contend takes turns on key until end (CLOCK_MONOTONIC).
@@ -196,6 +201,7 @@ func Processes(ctx context.Context, exe, lib, addr string, n int, hold, ttl, d t
 	}
 	per := make([][]holding, n)
 	errs := make([]int, n)
+	var sent Counts
 	for i, p := range procs {
 		if !p.out.Scan() {
 			return Run{}, fmt.Errorf("%s: worker %d ended without a report", lib, i)
@@ -211,9 +217,12 @@ func Processes(ctx context.Context, exe, lib, addr string, n int, hold, ttl, d t
 			per[i] = append(per[i], holding{i, h[0] - start, h[1] - start})
 		}
 		errs[i] = rep.Errors
+		sent = sent.Add(rep.Sent)
 	}
 	if err := ctx.Err(); err != nil {
 		return Run{}, err
 	}
-	return tallyHoldings(lib, per, errs, nil, d, d)
+	r, err := tallyHoldings(lib, per, errs, nil, d, d)
+	r.Sent = sent
+	return r, err
 }

@@ -32,6 +32,11 @@ type Server struct {
 // redis-server, or Valkey's); unset, the redis-server on PATH.
 const ServerEnv = "REDLEASE_REDIS_SERVER"
 
+// ServerCPUsEnv names a CPU list (taskset -c's: "1", "0-1,3"); when it is
+// set, StartServer runs every redis-server on those CPUs through taskset:
+// the runner's -pin puts the server and the clients on CPUs of their own.
+const ServerCPUsEnv = "REDLEASE_BENCH_SERVER_CPUS"
+
 // ServerBinary is the redis-server StartServer runs: $REDLEASE_REDIS_SERVER,
 // else redis-server from PATH.
 func ServerBinary() (string, error) {
@@ -75,7 +80,7 @@ func startOnce(bin string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, out: &lockedWriter{}, done: make(chan struct{})}
-	s.cmd = exec.Command(bin, //nolint:gosec,noctx // G204: redis-server from PATH, which the benchmark exists to start; noctx: Close stops it (SIGTERM, then SIGKILL)
+	argv, err := pinned(os.Getenv(ServerCPUsEnv), bin,
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -84,6 +89,11 @@ func startOnce(bin string) (*Server, error) {
 		"--daemonize", "no",
 		"--loglevel", "warning",
 	)
+	if err != nil {
+		_ = os.RemoveAll(dir) // a temporary directory: leaving it behind fails nothing
+		return nil, err
+	}
+	s.cmd = exec.Command(argv[0], argv[1:]...) //nolint:gosec,noctx // G204: redis-server from PATH (through taskset when pinned), which the benchmark exists to start; noctx: Close stops it (SIGTERM, then SIGKILL)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	s.cmd.SysProcAttr = sysProcAttr()
 	if err := s.cmd.Start(); err != nil {
@@ -99,6 +109,39 @@ func startOnce(bin string) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// pinned is the command line that runs bin with args on cpus (taskset -c;
+// taskset execs bin, so the pid stays the server's), or bin itself when
+// cpus is empty.
+func pinned(cpus, bin string, args ...string) ([]string, error) {
+	if cpus == "" {
+		return append([]string{bin}, args...), nil
+	}
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s=%s needs taskset (util-linux): %w", ServerCPUsEnv, cpus, err)
+	}
+	return append([]string{taskset, "-c", cpus, bin}, args...), nil
+}
+
+// CPUs is the list of CPUs the server may run on (Cpus_allowed_list), ""
+// when unknown.
+func (s *Server) CPUs() string { return AllowedCPUs(strconv.Itoa(s.cmd.Process.Pid)) }
+
+// AllowedCPUs reads the CPUs a process may run on ("0-1") from
+// /proc/<pid>/status; pid "self" is this process. "" when unknown.
+func AllowedCPUs(pid string) string {
+	b, err := os.ReadFile("/proc/" + pid + "/status") //nolint:gosec // G304: a /proc status file, of this process or a server it started
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // waitReady polls PING (and checks the pid, so a server that someone else

@@ -20,6 +20,9 @@ type Run struct {
 	PerWorker []int           // acquisitions per goroutine (contended)
 	Overlaps  int             // contended: acquisitions that began before the previous holder released (must be 0)
 	Errors    int             // contended: failed Lock calls other than the ones the deadline ended
+	// Sent is the commands worker processes sent (Processes; in-process
+	// runs leave it to the caller's Sent hook).
+	Sent Counts
 }
 
 // Merge adds another round's outcome.
@@ -36,6 +39,7 @@ func (r *Run) Merge(o Run) {
 	}
 	r.Overlaps += o.Overlaps
 	r.Errors += o.Errors
+	r.Sent = r.Sent.Add(o.Sent)
 }
 
 // Throughput is completed cycles per second of measured time.

@@ -24,14 +24,15 @@ func CloseAll(libs []*Lib) {
 	}
 }
 
-// UncontendedLibs is the raw floor, redlease with fencing on (its default)
+// UncontendedLibs is the raw floor, the fenced floor (NewFencedFloor: the
+// goals of issue 45 are ratios to it), redlease with fencing on (its default)
 // and off, run as scripts, and with fencing on as the library's functions,
 // and the peers with their defaults. The script rows say FunctionsOff: by
 // default a Locker calls the functions where the server has the library,
 // which the functions row loads on the server they share, and deletes when
 // it closes, so that the scenarios after it run as they would without it.
 func UncontendedLibs(newClient func() *redis.Client, ttl time.Duration) ([]*Lib, error) {
-	libs := []*Lib{NewFloor(newClient(), ttl)}
+	libs := []*Lib{NewFloor(newClient(), ttl), NewFencedFloor(newClient(), ttl)}
 	for _, row := range []struct {
 		name, tuning string
 		fencing      bool

@@ -22,10 +22,14 @@ type machine struct {
 	// was pinned (taskset -c 0 puts the runner, its worker processes and
 	// redis-server on one CPU, so no round trip waits for an idle core
 	// to wake up).
-	Online     int
-	GOMAXPROCS int
-	Kernel     string
-	Go         string
+	Online int
+	// ClientCPUs and ServerCPUs are the CPU lists this process (and so
+	// its worker processes) and redis-server may run on
+	// (Cpus_allowed_list): what -pin, or a taskset around the runner, left.
+	ClientCPUs, ServerCPUs string
+	GOMAXPROCS             int
+	Kernel                 string
+	Go                     string
 	// Server is the server's name and version from INFO ("valkey
 	// 8.0.1"), ServerBinary the program that ran it.
 	Server       string
@@ -44,6 +48,7 @@ func describeMachine() machine {
 		CPU:        cpuModel(),
 		Cores:      runtime.NumCPU(),
 		Online:     onlineCPUs(),
+		ClientCPUs: bench.AllowedCPUs("self"),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		Kernel:     runtime.GOOS + "/" + runtime.GOARCH,
 		Go:         runtime.Version(),

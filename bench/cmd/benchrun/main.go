@@ -7,6 +7,7 @@
 //	cd bench && go run ./cmd/benchrun            # full run, a few minutes on 2 cores
 //	cd bench && go run ./cmd/benchrun -quick     # seconds
 //	cd bench && go run ./cmd/benchrun -plots ../docs -report /tmp/bench.md
+//	cd bench && go run ./cmd/benchrun -quick -pin 0/1  # clients on CPU 0, redis-server on CPU 1 (taskset)
 //
 // It starts its own redis-server processes on 127.0.0.1 and kills them
 // when it ends: the redis-server on PATH, or the binary
@@ -54,6 +55,7 @@ type settings struct {
 	redlockNodes int
 	scenarios    map[string]bool
 	poolSize     int
+	pin          string // -pin's value, "" when not pinned by it
 }
 
 const (
@@ -78,11 +80,20 @@ func main() {
 		window   = flag.Duration("window", 0, "held-leases measuring window (default 10s, quick 3s)")
 		poolSize = flag.Int("pool", 64, "go-redis pool size, the same for every library")
 		cpuProf  = flag.String("cpuprofile", "", "write this process's CPU profile of the whole run to this file (go tool pprof reads it)")
+		pinTo    = flag.String("pin", "", "C/S: run this process and its worker processes on CPUs C and every redis-server on CPUs S, with taskset (0/1: each on a CPU of its own; 0/0: all on CPU 0); empty: no pinning")
 	)
 	flag.Parse()
+	p, pinned, err := parsePin(*pinTo)
+	if err == nil && pinned {
+		err = pin(p)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		os.Exit(2)
+	}
 
 	s := settings{
-		quick: *quick, rounds: 3,
+		quick: *quick, rounds: 3, pin: *pinTo,
 		uncontended: time.Second, contended: time.Second, redlock: time.Second,
 		hold: time.Millisecond, ttl: 10 * time.Second,
 		leases: *leases, heldTTL: 3 * time.Second, heldRenew: time.Second, window: 10 * time.Second,
@@ -118,7 +129,7 @@ func main() {
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := profiled(*cpuProf, func() error { return runAll(ctx, s, *plots, *report) })
+	err = profiled(*cpuProf, func() error { return runAll(ctx, s, *plots, *report) })
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrun:", err)
@@ -170,11 +181,23 @@ func (r row) CPUPerOp() time.Duration {
 	return r.Load.CPU / time.Duration(r.Run.Ops)
 }
 
+// CommandMicrosPerOp is the servers' command time (INFO commandstats) per
+// cycle (or acquisition) for the calls the clients sent: a script's time,
+// which includes the commands it ran, and a bare command's
+// (bench.CommandStats.SentMicros).
+func (r row) CommandMicrosPerOp() float64 {
+	if r.Run.Ops == 0 {
+		return 0
+	}
+	return r.Load.CommandMicros() / float64(r.Run.Ops)
+}
+
 // counter reads the servers' load, so each run can be charged the Redis
 // commands and CPU it caused.
 type counter struct {
 	srvs   []*bench.Server
-	admins []*redis.Client
+	admins []*redis.Client // not watched: their INFO calls are no row's
+	sent   bench.Sent      // watches every client the libraries get
 }
 
 func newCounter(srvs ...*bench.Server) *counter {
@@ -192,8 +215,10 @@ func (c *counter) close() {
 }
 
 // measure runs f and returns the load the servers had meanwhile, less the
-// INFO calls that measured it.
+// INFO calls that measured it, with the commands the watched clients (and
+// f's worker processes) sent.
 func (c *counter) measure(ctx context.Context, f func() (bench.Run, error)) (bench.Run, bench.Load, error) {
+	sent0 := c.sent.Counts()
 	l0, err := bench.ServerLoad(ctx, c.srvs, c.admins)
 	if err != nil {
 		return bench.Run{}, bench.Load{}, err
@@ -208,6 +233,7 @@ func (c *counter) measure(ctx context.Context, f func() (bench.Run, error)) (ben
 	}
 	l := l1.Sub(l0)
 	l.Commands -= int64(len(c.srvs))
+	l.Sent = c.sent.Counts().Sub(sent0).Add(r.Sent)
 	return r, l, nil
 }
 
@@ -275,11 +301,14 @@ func run(ctx context.Context, s settings) (*results, error) {
 	admin := srv.Client(2)
 	defer func() { _ = admin.Close() }()
 	res.machine.Server, res.machine.ServerBinary = serverName(ctx, srv, admin), bin
+	res.machine.ServerCPUs = srv.CPUs()
 	progress("server: %s (%s)", res.machine.Server, bin)
 	if res.machine.PingBusy, res.machine.PingIdle, err = pings(ctx, admin, s.hold); err != nil {
 		return nil, err
 	}
 
+	cnt := newCounter(srv)
+	defer cnt.close()
 	var clients []*redis.Client
 	defer func() {
 		for _, c := range clients {
@@ -287,13 +316,11 @@ func run(ctx context.Context, s settings) (*results, error) {
 		}
 	}()
 	client := func() *redis.Client {
-		c := srv.Client(s.poolSize)
+		c := cnt.sent.Watch(srv.Client(s.poolSize))
 		clients = append(clients, c)
 		return c
 	}
 
-	cnt := newCounter(srv)
-	defer cnt.close()
 	if s.scenarios[scUncontended] {
 		if res.uncontended, err = runUncontended(ctx, s, cnt, client); err != nil {
 			return nil, err
@@ -504,6 +531,8 @@ func runRedlock(ctx context.Context, s settings) ([]row, error) {
 			n.Close()
 		}
 	}()
+	cnt := newCounter(nodes...)
+	defer cnt.close()
 	var clients []*redis.Client
 	defer func() {
 		for _, c := range clients {
@@ -513,7 +542,7 @@ func runRedlock(ctx context.Context, s settings) ([]row, error) {
 	newClients := func() []*redis.Client {
 		var cs []*redis.Client
 		for _, n := range nodes {
-			c := n.Client(s.poolSize)
+			c := cnt.sent.Watch(n.Client(s.poolSize))
 			clients = append(clients, c)
 			cs = append(cs, c)
 		}
@@ -524,8 +553,6 @@ func runRedlock(ctx context.Context, s settings) ([]row, error) {
 		return nil, err
 	}
 	defer bench.CloseAll(libs)
-	cnt := newCounter(nodes...)
-	defer cnt.close()
 	return runLatency(ctx, s, cnt, "redlock", libs, s.redlock)
 }
 

@@ -63,13 +63,45 @@ func bestPeer(rows []row, level int) best {
 	return b
 }
 
-func floorRow(rows []row, level int) *row {
+// floorRow is the row of family (bench.FamilyFloor or FamilyFencedFloor)
+// at level, nil when the scenario has none.
+func floorRow(rows []row, level int, family string) *row {
 	for i := range rows {
-		if rows[i].Level == level && rows[i].Family == bench.FamilyFloor {
+		if rows[i].Level == level && rows[i].Family == family {
 			return &rows[i]
 		}
 	}
 	return nil
+}
+
+// floors are the p50s every row is divided by (issue 45): the raw floor,
+// which has no fence, and the fenced floor, the least a lock that hands out
+// fences can do. Zero where the scenario has no such row.
+type floors struct{ raw, fenced time.Duration }
+
+func levelFloors(rows []row, level int) floors {
+	var f floors
+	if r := floorRow(rows, level, bench.FamilyFloor); r != nil {
+		f.raw = r.Lat.P50
+	}
+	if r := floorRow(rows, level, bench.FamilyFencedFloor); r != nil {
+		f.fenced = r.Lat.P50
+	}
+	return f
+}
+
+// ratios is d ÷ the raw floor and d ÷ the fenced floor, "—" for a floor
+// that is missing.
+func (f floors) ratios(d time.Duration) (raw, fenced string) {
+	return ratio(float64(d), float64(f.raw)), ratio(float64(d), float64(f.fenced))
+}
+
+// fmtMicros formats a command time in µs, "—" when there is none.
+func fmtMicros(us float64) string {
+	if us <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f µs", us)
 }
 
 func findRow(rows []row, level int, name string) *row {
@@ -101,9 +133,7 @@ func renderReport(res *results) string {
 	}
 	fmt.Fprintf(&b, "## Run of %s on %s\n\n", res.started.UTC().Format("2006-01-02 15:04 MST"), m.Server)
 	fmt.Fprintf(&b, "- Machine: %s, %d cores (GOMAXPROCS %d), %s\n", m.CPU, m.Cores, m.GOMAXPROCS, m.Kernel)
-	if m.Online > m.Cores {
-		fmt.Fprintf(&b, "- Pinned: this run, its worker processes and redis-server ran on %d of the machine's %d CPUs (taskset): every round trip is a switch on one core, none waits for an idle core to wake\n", m.Cores, m.Online)
-	}
+	b.WriteString(pinLine(m, s))
 	fmt.Fprintf(&b, "- Go %s; server %s (`%s` on 127.0.0.1, `--save \"\" --appendonly no`, one server for every library)\n", m.Go, m.Server, m.ServerBinary)
 	fmt.Fprintf(&b, "- Libraries: redlease (this tree), redsync %s, redislock %s, all on go-redis %s with pool size %d\n",
 		m.Versions["github.com/go-redsync/redsync/v4"], m.Versions["github.com/bsm/redislock"], m.Versions["github.com/redis/go-redis/v9"], s.poolSize)
@@ -118,7 +148,9 @@ func renderReport(res *results) string {
 		fmt.Fprintf(&b, "### Uncontended acquire+release\n\n")
 		fmt.Fprintf(&b, "Each goroutine locks and unlocks its own key back to back (TTL %v), for %v per round. Latency is one acquire+release cycle. "+
 			"Redis CPU/op is redis-server's CPU time (user and system, from INFO cpu) per cycle: its scripts and its network handling. "+
-			"Ratios: latency ÷ floor and ÷ best peer (lower is better), ops/s ÷ best peer (higher is better).\n\n", s.ttl, s.uncontended)
+			"Server cmd time/op is the part of it spent running the commands the clients sent (INFO commandstats usec; a script's time includes the commands it runs, which are not counted again). "+
+			"The raw floor is SET NX PX + a compare-and-delete script; the fenced floor is one script {SET NX PX; INCR of the key's fence counter} + the same compare-and-delete, the least a lock that hands out fences can do in two round trips. "+
+			"Ratios: latency ÷ each floor and ÷ best peer (lower is better), ops/s ÷ best peer (higher is better).\n\n", s.ttl, s.uncontended)
 		writeLatencyTable(&b, res.uncontended, "goroutines")
 	}
 	if len(res.handoff) > 0 {
@@ -139,22 +171,33 @@ func renderReport(res *results) string {
 	return b.String()
 }
 
+// pinLine says where the run's processes ran: pinned by -pin, by a taskset
+// around the runner, or not at all.
+func pinLine(m machine, s settings) string {
+	switch {
+	case s.pin != "":
+		return fmt.Sprintf("- Pinned with `-pin %s` (taskset): this run and its worker processes on CPU %s, redis-server on CPU %s, of the machine's %d\n",
+			s.pin, m.ClientCPUs, m.ServerCPUs, m.Online)
+	case m.Online > m.Cores:
+		return fmt.Sprintf("- Pinned: this run, its worker processes and redis-server ran on %d of the machine's %d CPUs (taskset): every round trip is a switch on one core, none waits for an idle core to wake\n", m.Cores, m.Online)
+	}
+	return fmt.Sprintf("- Not pinned: this run, its worker processes and redis-server may run on any of the machine's %d CPUs (%s)\n", m.Online, m.ClientCPUs)
+}
+
 func writeLatencyTable(b *strings.Builder, rows []row, levelName string) {
-	fmt.Fprintf(b, "| %s | library | p50 | p99 | ops/s | Redis cmds/op | Redis CPU/op | p50 ÷ floor | p50 ÷ best peer | ops/s ÷ best peer |\n", levelName)
-	fmt.Fprintf(b, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b, "| %s | library | p50 | p99 | ops/s | Redis cmds/op | Redis CPU/op | server cmd time/op | p50 ÷ raw floor | p50 ÷ fenced floor | p50 ÷ best peer | ops/s ÷ best peer |\n", levelName)
+	fmt.Fprintf(b, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, lv := range levels(rows) {
 		bp := bestPeer(rows, lv)
-		fl := floorRow(rows, lv)
+		fl := levelFloors(rows, lv)
 		for _, r := range rows {
 			if r.Level != lv {
 				continue
 			}
-			floorCell := "—"
-			if fl != nil {
-				floorCell = ratio(float64(r.Lat.P50), float64(fl.Lat.P50))
-			}
-			fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %.1f | %s | %s | %s | %s |\n", lv, r.Name, fmtDur(r.Lat.P50), fmtDur(r.Lat.P99),
-				fmtRate(r.Run.Throughput()), r.CommandsPerOp(), fmtDur(r.CPUPerOp()), floorCell, ratio(float64(r.Lat.P50), float64(bp.p50)), ratio(r.Run.Throughput(), bp.ops))
+			raw, fenced := fl.ratios(r.Lat.P50)
+			fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s |\n", lv, r.Name, fmtDur(r.Lat.P50), fmtDur(r.Lat.P99),
+				fmtRate(r.Run.Throughput()), r.CommandsPerOp(), fmtDur(r.CPUPerOp()), fmtMicros(r.CommandMicrosPerOp()), raw, fenced,
+				ratio(float64(r.Lat.P50), float64(bp.p50)), ratio(r.Run.Throughput(), bp.ops))
 		}
 	}
 	b.WriteString("\n")
@@ -219,14 +262,11 @@ func fairness(r row) string {
 	return fmt.Sprintf("%d/%d (%.2f)", lo, hi, float64(lo)/float64(hi))
 }
 
-// handoffFloor is the uncontended floor's cycle at one goroutine: one
-// release round trip plus one acquire round trip, the least a hand-off can take.
-func handoffFloor(res *results) time.Duration {
-	if fl := floorRow(res.uncontended, 1); fl != nil {
-		return fl.Lat.P50
-	}
-	return 0
-}
+// handoffFloors are the uncontended floors' cycles at one goroutine: one
+// release round trip plus one acquire round trip, the least a hand-off can
+// take (with a fence, for the fenced floor). The floors do not wait, so the
+// contended scenarios have no floor rows of their own.
+func handoffFloors(res *results) floors { return levelFloors(res.uncontended, 1) }
 
 func writeHandoff(b *strings.Builder, res *results) {
 	s := res.settings
@@ -234,13 +274,14 @@ func writeHandoff(b *strings.Builder, res *results) {
 	fmt.Fprintf(b, "N workers (goroutines of this process) take turns on one key: wait in Lock, hold it %v, release, repeat; %v per round. "+
 		"Hand-off latency runs from the holder starting its release to the next acquisition returning to anyone, "+
 		"both read from one monotonic clock in this process, so its floor is one release plus one acquire round trip: "+
-		"the uncontended raw floor cycle at 1 goroutine (%s). A hand-off either goes to another worker or back to the releaser, "+
+		"the uncontended raw floor cycle at 1 goroutine (%s; the fenced floor's, %s, is the least with a fence). A hand-off either goes to another worker or back to the releaser, "+
 		"which can re-acquire at once while the others sleep (polling libraries do this often: fast, but unfair); the table shows both. "+
-		"Throughput can be at most about 1/(hold + hand-off). Redis cmds/acq counts every command Redis processed (inside scripts too) per acquisition: the price of polling; Redis CPU/acq is redis-server's CPU time per acquisition, what those commands cost it. "+
+		"Throughput can be at most about 1/(hold + hand-off). Redis cmds/acq counts every command Redis processed (inside scripts too) per acquisition: the price of polling; Redis CPU/acq is redis-server's CPU time per acquisition, what those commands cost it; server cmd time/acq the part of it spent running the commands the clients sent (INFO commandstats). "+
 		"Fairness is the fewest and most acquisitions of any worker (and their ratio; 1.00 is perfectly even). "+
 		"Peers appear with their defaults and with the best tuning tried (the best by throughput of each tuning group; every variant is in the table below). "+
-		"Ratios to the best peer use the best value any peer configuration reached at that worker count.\n\n", s.hold, s.contended, fmtDur(handoffFloor(res)))
-	writeContended(b, res.handoff, handoffFloor(res), "workers", "worker")
+		"Ratios to the best peer use the best value any peer configuration reached at that worker count.\n\n", s.hold, s.contended,
+		fmtDur(handoffFloors(res).raw), fmtDur(handoffFloors(res).fenced))
+	writeContended(b, res.handoff, handoffFloors(res), "workers", "worker")
 }
 
 func writeProcesses(b *strings.Builder, res *results) {
@@ -251,19 +292,20 @@ func writeProcesses(b *strings.Builder, res *results) {
 		"and its own Locker (or peer handle), take turns on one key, holding it %v each time, for %v per round (%v at %d processes: about 25 turns each). "+
 		"Times are read from CLOCK_MONOTONIC, one clock for every process on the machine; the columns are those of the hand-off table above. "+
 		"Peers run with the tuning that did best in the in-process hand-off (1 ms retries).\n\n", s.hold, s.processRound(0), s.processRound(most), most)
-	writeContended(b, res.processes, handoffFloor(res), "processes", "process")
+	writeContended(b, res.processes, handoffFloors(res), "processes", "process")
 }
 
 // writeContended is the table of a contended scenario, levelName (and
 // one) being what the level counts: workers (worker), processes (process).
-func writeContended(b *strings.Builder, rows []row, floor time.Duration, levelName, one string) {
-	fmt.Fprintf(b, "| %s | library | hand-off p50 | p99 | to another %s: share, p50 | acquisitions/s | fairness min/max | Redis cmds/acq | Redis CPU/acq | p50 ÷ floor | p50 ÷ best peer | acq/s ÷ best peer |\n",
+func writeContended(b *strings.Builder, rows []row, fl floors, levelName, one string) {
+	fmt.Fprintf(b, "| %s | library | hand-off p50 | p99 | to another %s: share, p50 | acquisitions/s | fairness min/max | Redis cmds/acq | Redis CPU/acq | server cmd time/acq | p50 ÷ raw floor | p50 ÷ fenced floor | p50 ÷ best peer | acq/s ÷ best peer |\n",
 		levelName, one)
-	fmt.Fprintf(b, "|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b, "|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range shownHandoff(rows) {
 		bp := bestPeer(rows, r.Level)
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s | %s |\n", r.Level, r.Name, fmtDur(r.Lat.P50), fmtDur(r.Lat.P99),
-			cross(r), fmtRate(r.Run.Throughput()), fairness(r), r.CommandsPerOp(), fmtDur(r.CPUPerOp()), ratio(float64(r.Lat.P50), float64(floor)),
+		raw, fenced := fl.ratios(r.Lat.P50)
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s |\n", r.Level, r.Name, fmtDur(r.Lat.P50), fmtDur(r.Lat.P99),
+			cross(r), fmtRate(r.Run.Throughput()), fairness(r), r.CommandsPerOp(), fmtDur(r.CPUPerOp()), fmtMicros(r.CommandMicrosPerOp()), raw, fenced,
 			ratio(float64(r.Lat.P50), float64(bp.p50)), ratio(r.Run.Throughput(), bp.ops))
 	}
 	b.WriteString("\n")
@@ -348,19 +390,38 @@ func writeContendedHeadlines(b *strings.Builder, rows []row, what, levelName str
 	}
 }
 
+// writeUncontendedHeadlines is one line per level and redlease row of the
+// uncontended scenario: its p50 to both floors and to the best peer, and
+// its server command time against the fenced floor's (issue 45's goals).
+func writeUncontendedHeadlines(b *strings.Builder, rows []row) {
+	for _, lv := range levels(rows) {
+		fl := levelFloors(rows, lv)
+		fenced := floorRow(rows, lv, bench.FamilyFencedFloor)
+		bp := bestPeer(rows, lv)
+		for _, r := range rows {
+			if r.Level != lv || r.Family != bench.FamilyRedlease {
+				continue
+			}
+			raw, fencedRatio := fl.ratios(r.Lat.P50)
+			fmt.Fprintf(b, "- Uncontended, %d goroutine(s): %s p50 %s = %s the raw floor, %s the fenced floor and %s the best peer (%s); throughput %s the best peer's (%s); server command time %s per cycle%s.\n",
+				lv, r.Name, fmtDur(r.Lat.P50), raw, fencedRatio, ratio(float64(r.Lat.P50), float64(bp.p50)), bp.p50Name,
+				ratio(r.Run.Throughput(), bp.ops), bp.opsName, fmtMicros(r.CommandMicrosPerOp()), overFenced(r, fenced))
+		}
+	}
+}
+
+// overFenced is r's server command time against the fenced floor's, as
+// " (+1.2 µs over the fenced floor's)", or "" without both.
+func overFenced(r row, fenced *row) string {
+	if fenced == nil || fenced.CommandMicrosPerOp() <= 0 || r.CommandMicrosPerOp() <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%+.1f µs over the fenced floor's)", r.CommandMicrosPerOp()-fenced.CommandMicrosPerOp())
+}
+
 func writeHeadlines(b *strings.Builder, res *results) {
 	b.WriteString("### Headlines\n\n")
-	for _, lv := range levels(res.uncontended) {
-		r := findRow(res.uncontended, lv, "redlease")
-		fl := floorRow(res.uncontended, lv)
-		bp := bestPeer(res.uncontended, lv)
-		if r == nil || fl == nil {
-			continue
-		}
-		fmt.Fprintf(b, "- Uncontended, %d goroutine(s): redlease p50 %s = %s the floor and %s the best peer (%s); throughput %s the best peer's (%s).\n",
-			lv, fmtDur(r.Lat.P50), ratio(float64(r.Lat.P50), float64(fl.Lat.P50)), ratio(float64(r.Lat.P50), float64(bp.p50)), bp.p50Name,
-			ratio(r.Run.Throughput(), bp.ops), bp.opsName)
-	}
+	writeUncontendedHeadlines(b, res.uncontended)
 	writeContendedHeadlines(b, res.handoff, "Hand-off", "workers", "redlease")
 	writeContendedHeadlines(b, res.processes, "Between processes", "processes", "redlease", "redlease (FIFO)")
 	for _, lv := range levels(res.redlock) {
