@@ -72,7 +72,7 @@ verify: manifests generate lint tidy-check ## Fail when generated files are stal
 	@untracked=$$(git ls-files --others --exclude-standard -- config api charts/redlease/files charts/redlease/README.md docs/reference); if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
 
 .PHONY: test
-test: tools redis postgres verify helm-lint ## Install what tests need, verify, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included), then make test-node where the machine can (CI must), then the server matrix on the other servers whose sources are in ../shared/servers (make test-servers).
+test: tools redis postgres clients verify helm-lint ## Install what tests need, verify, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included), then make test-node where the machine can (CI must), then the server matrix on the other servers whose sources are in ../shared/servers (make test-servers).
 	go test $(GO_TEST_FLAGS) ./...
 	@echo "internal/protocol again, through the function library (-protocol.functions)"
 	go test $(GO_TEST_FLAGS) ./internal/protocol/ -args -protocol.functions
@@ -215,6 +215,10 @@ tools-gen:
 .PHONY: redis
 redis: ## Install Debian's redis-server and redis-sentinel when missing.
 	hack/install-redis.sh
+
+.PHONY: clients
+clients: ## Install what the lock agent's example clients need when missing (curl, python3, Node.js 20+ and npm).
+	hack/install-clients.sh
 
 .PHONY: postgres
 postgres: ## Install PostgreSQL's server binaries when missing (fenced SQL writes in the fault suite).
