@@ -31,8 +31,10 @@ import (
 const (
 	daprLockPath   = "POST /v1.0-alpha1/lock/{store}"
 	daprUnlockPath = "POST /v1.0-alpha1/unlock/{store}"
-	// daprHealthPath answers the SDKs' wait for their sidecar.
-	daprHealthPath = "GET /v1.0/healthz/outbound"
+	// daprHealthPath and daprMetadataPath answer the SDKs' wait for their
+	// sidecar (the JavaScript SDK reads the metadata).
+	daprHealthPath   = "GET /v1.0/healthz/outbound"
+	daprMetadataPath = "GET /v1.0/metadata"
 )
 
 // Dapr's unlock statuses.
@@ -81,6 +83,22 @@ func (s *Server) registerDapr(mux *http.ServeMux, store string) {
 	mux.Handle(daprLockPath, http.MaxBytesHandler(http.HandlerFunc(d.lock), MaxRequestBytes))
 	mux.Handle(daprUnlockPath, http.MaxBytesHandler(http.HandlerFunc(d.unlock), MaxRequestBytes))
 	mux.HandleFunc(daprHealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc(daprMetadataPath, func(w http.ResponseWriter, _ *http.Request) {
+		daprReply(w, daprMetadata{ID: "redlease-agent", Components: []daprComponent{{Name: store, Type: "lock.redlease", Version: "v1"}}})
+	})
+}
+
+// daprMetadata is what Dapr's metadata endpoint would say of a sidecar
+// with one lock store.
+type daprMetadata struct {
+	ID         string          `json:"id"`
+	Components []daprComponent `json:"components"`
+}
+
+type daprComponent struct {
+	Name    string `json:"name"`
+	Type    string `json:"type"`
+	Version string `json:"version"`
 }
 
 func (d *daprLocks) lock(w http.ResponseWriter, r *http.Request) {

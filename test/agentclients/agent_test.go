@@ -21,9 +21,9 @@ type agent struct {
 	redis  *redistest.Server
 }
 
-// startAgent starts a Redis and an agent on it whose leases have ttl; both
-// stop when t ends.
-func startAgent(t *testing.T, ttl time.Duration) *agent {
+// startAgent starts a Redis and an agent on it whose leases have ttl, with
+// extra flags; both stop when t ends.
+func startAgent(t *testing.T, ttl time.Duration, extra ...string) *agent {
 	t.Helper()
 	srv := redistest.StartStandalone(t)
 	// Not t.TempDir(): a socket's path must fit in 108 bytes, and the
@@ -40,7 +40,7 @@ func startAgent(t *testing.T, ttl time.Duration) *agent {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	cmd := program(ctx, lockctlBinary, "agent", "--redis", "redis://"+srv.Addr(), "--socket", a.socket, "--ttl", ttl.String())
+	cmd := program(ctx, lockctlBinary, append([]string{"agent", "--redis", "redis://" + srv.Addr(), "--socket", a.socket, "--ttl", ttl.String()}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Stopped as in a pod: SIGTERM, which ends the streams and releases.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }

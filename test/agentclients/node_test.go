@@ -10,23 +10,31 @@ import (
 	"testing"
 )
 
-var nodeInstall struct {
+// nodeInstall is one installed copy of a Node example.
+type nodeInstall struct {
 	once sync.Once
 	dir  string
 	err  error
 }
 
+var nodeInstalls = map[string]*nodeInstall{"node": {}, "dapr": {}}
+
 // installedNodeExample is a copy of examples/agent/node with its
-// dependencies installed by `npm ci` from package-lock.json (from npm's
-// cache when it has them), made once for every test that runs it. A copy,
-// so that the tests leave no node_modules in the repository.
-func installedNodeExample(t *testing.T) string {
+// dependencies installed: see installedExample.
+func installedNodeExample(t *testing.T) string { return installedExample(t, "node") }
+
+// installedExample is a copy of examples/agent/NAME with its dependencies
+// installed by `npm ci` from package-lock.json (from npm's cache when it
+// has them), made once for every test that runs it. A copy, so that the
+// tests leave no node_modules in the repository.
+func installedExample(t *testing.T, name string) string {
 	t.Helper()
 	needNode(t)
-	nodeInstall.once.Do(func() {
-		dir := filepath.Join(scratch, "node-example")
-		if err := copyExample(filepath.Join(root, "examples", "agent", "node"), dir); err != nil {
-			nodeInstall.err = err
+	in := nodeInstalls[name]
+	in.once.Do(func() {
+		dir := filepath.Join(scratch, name+"-example")
+		if err := copyExample(filepath.Join(root, "examples", "agent", name), dir); err != nil {
+			in.err = err
 			return
 		}
 		npm := program(t.Context(), "npm", "ci", "--prefer-offline", "--no-audit", "--no-fund")
@@ -34,15 +42,15 @@ func installedNodeExample(t *testing.T) string {
 		var out bytes.Buffer
 		npm.Stdout, npm.Stderr = &out, &out
 		if err := npm.Run(); err != nil {
-			nodeInstall.err = fmt.Errorf("npm ci in a copy of examples/agent/node: %w\n%s", err, out.String())
+			in.err = fmt.Errorf("npm ci in a copy of examples/agent/%s: %w\n%s", name, err, out.String())
 			return
 		}
-		nodeInstall.dir = dir
+		in.dir = dir
 	})
-	if nodeInstall.err != nil {
-		t.Fatal(nodeInstall.err)
+	if in.err != nil {
+		t.Fatal(in.err)
 	}
-	return nodeInstall.dir
+	return in.dir
 }
 
 // copyExample copies the example's files, not a node_modules an earlier
