@@ -30,6 +30,9 @@ REGISTRY=$BRIDGE_IP:25050
 PAUSE_IMAGE=registry.local/redlease/pause:v1
 REDIS_IMAGE=registry.local/redlease/redis
 DEMO_IMAGE=registry.local/redlease/demo:v1
+# The lock agent's Python and Node examples (scenario 10).
+PYTHON_IMAGE=registry.local/redlease/python-ledger:v1
+NODEJS_IMAGE=registry.local/redlease/node-ledger:v1
 # The sysctls the kubelet, kube-proxy and the bridge plugin may change:
 # up.sh records them, down.sh puts them back.
 SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory net.ipv4.ip_forward net.ipv4.conf.all.route_localnet net.bridge.bridge-nf-call-iptables)

@@ -58,7 +58,7 @@ trap 'status=130; exit 130' INT TERM
 hack/node/up.sh || { status=1; exit 1; }
 
 say "scenarios"
-REDLEASE_NODE=1 NODE_DIR=$NODE_DIR PAUSE_IMAGE=$PAUSE_IMAGE DEMO_IMAGE=$DEMO_IMAGE REGISTRY=$REGISTRY \
+REDLEASE_NODE=1 NODE_DIR=$NODE_DIR PAUSE_IMAGE=$PAUSE_IMAGE DEMO_IMAGE=$DEMO_IMAGE PYTHON_IMAGE=$PYTHON_IMAGE NODEJS_IMAGE=$NODEJS_IMAGE REGISTRY=$REGISTRY \
 	REDIS_IMAGE="$(cat "$root/dist/node/redis.tag")" \
 	go test -count=1 -v -timeout 40m ./test/node/ -run "${1:-.}" 2>&1 | tee "$NODE_DIR/log/scenarios.log" || status=1
 grep -E '^--- |^=== RUN|TIME ' "$NODE_DIR/log/scenarios.log" | grep -E -- '--- |TIME ' >&2 || true

@@ -66,6 +66,12 @@ func Main(args []string) int {
 			otherNS, secret := fs.String("other-namespace", "", ""), fs.String("secret", "", "the credentials Secret's name there")
 			_ = fs.Parse(args[1:])
 			return runIntrude(*ns, *lk, *other, *otherNS, *secret)
+		case "file-ledger":
+			fs := flag.NewFlagSet("file-ledger", flag.ExitOnError)
+			ns, lk, path := fs.String("namespace", "", ""), fs.String("lock", "", ""), fs.String("ledger", "", "the ledger file")
+			rounds := fs.Int("rounds", 1, "")
+			_ = fs.Parse(args[1:])
+			return runFileLedger(*ns, *lk, *path, *rounds)
 		case "write-once":
 			fs := flag.NewFlagSet("write-once", flag.ExitOnError)
 			name, store, ns := fs.String("name", "", ""), fs.String("store", "", ""), fs.String("namespace", "", "")
