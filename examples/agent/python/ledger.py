@@ -24,15 +24,19 @@ import os
 import socket
 import sys
 import threading
+import time
 
 SOCKET = os.environ.get("REDLEASE_AGENT_SOCKET", "/run/redlease/agent.sock")
 SERVICE = "/redlease.lock.v1.LockService/"
 # A lease dies without a KeepAlive for this long (the agent stops renewing
 # it), so a process that hangs cannot hold the lock for ever. The lease
 # thread sends one every third of it.
-KEEP_ALIVE_SECONDS = 10
+KEEP_ALIVE_SECONDS = float(os.environ.get("KEEP_ALIVE_SECONDS", "10"))
 # How long AcquireLease waits in the lock's line before giving up (ABORTED).
 WAIT_SECONDS = 50
+# The work between taking the lock and writing (WORK_SECONDS, default 0):
+# a writer frozen here loses its lease, and its late write is refused.
+WORK_SECONDS = float(os.environ.get("WORK_SECONDS", "0"))
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -114,7 +118,7 @@ def acquire(lock):
     """Waits in the lock's line (FIFO with every other client of it)."""
     reply = call("AcquireLease", {
         "lock": {"name": lock},
-        "keepAlivePeriod": f"{KEEP_ALIVE_SECONDS}s",
+        "keepAlivePeriod": f"{KEEP_ALIVE_SECONDS:g}s",
         "wait": f"{WAIT_SECONDS}s",
     }, timeout=WAIT_SECONDS + 10)
     return Lease(reply)
@@ -152,6 +156,8 @@ def main():
     for _ in range(n):
         lease = acquire(lock)
         try:
+            print(f"acquired fence {lease.fence}", flush=True)
+            time.sleep(WORK_SECONDS)
             write_ledger(ledger, lease)
         finally:
             lease.release()
