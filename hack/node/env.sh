@@ -30,7 +30,7 @@ REGISTRY=$BRIDGE_IP:25050
 PAUSE_IMAGE=registry.local/redlease/pause:v1
 REDIS_IMAGE=registry.local/redlease/redis
 DEMO_IMAGE=registry.local/redlease/demo:v1
-# The lock agent's Python and Node examples (scenario 10).
+# The lock agent's Python and Node examples (scenario 8a).
 PYTHON_IMAGE=registry.local/redlease/python-ledger:v1
 NODEJS_IMAGE=registry.local/redlease/node-ledger:v1
 # The sysctls the kubelet, kube-proxy and the bridge plugin may change:

@@ -32,7 +32,7 @@ version=$(redis-server --version | sed -n 's/.* v=\([0-9.]*\).*/\1/p')
 (cd hack/ocibuild && go run . -platform "linux/$arch=$server" "${libs[@]}" -tag "$REDIS_IMAGE:$version" -out "$root/dist/node/redis.tar") >/dev/null
 echo "$REDIS_IMAGE:$version" >"$root/dist/node/redis.tag"
 
-# The lock agent's examples in pods of their own language (scenario 10),
+# The lock agent's examples in pods of their own language (scenario 8a),
 # assembled like Redis from this host's programs and the libraries they
 # load: Debian's python3.11 with its standard library (PYTHONHOME=/usr in
 # the pod), and Node.js with the Node example and its npm dependencies.

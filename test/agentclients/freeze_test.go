@@ -50,7 +50,8 @@ func TestAFrozenKeepAliveClientLosesItsLeaseAndItsLateWrite(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the thawed writer did not finish within a minute")
 	}
-	if code := frozen.cmd.ProcessState.ExitCode(); code == 0 || !(strings.Contains(frozen.stderr.String(), "refused: fence") || strings.Contains(frozen.stderr.String(), "the lease ended")) {
+	refused := strings.Contains(frozen.stderr.String(), "refused: fence") || strings.Contains(frozen.stderr.String(), "the lease ended")
+	if code := frozen.cmd.ProcessState.ExitCode(); code == 0 || !refused {
 		t.Fatalf("the thawed writer exited %d; stderr:\n%s\nwant its late write refused", code, frozen.stderr)
 	}
 	entries := readLedger(t, ledger)

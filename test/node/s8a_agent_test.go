@@ -19,7 +19,7 @@ import (
 	"github.com/redlease/redlease/internal/lockctl"
 )
 
-// agentRounds is how many writes each of scenario 10's three pods makes.
+// agentRounds is how many writes each of scenario 8a's three pods makes.
 const agentRounds = 12
 
 // agentLedgerDir is the host directory the three pods share as their fenced
@@ -89,14 +89,14 @@ func withAgent(t *testing.T, job string) string {
 
 var fenceLine = regexp.MustCompile(`(?m)^fence (\d+)$`)
 
-// TestScenario10AgentClientsInThreeLanguages: a Go pod (the library), a
+// TestScenario8aAgentClientsInThreeLanguages: a Go pod (the library), a
 // Python pod and a Node pod (each through its own lock agent, added as a
 // native sidecar by `lockctl sidecar`) take one FIFO DistributedLock in
 // turn and write to one fenced ledger: every pod completes, the ledger
 // counts every write (no two critical sections at once), its fences
 // strictly increase, every fence a pod printed is in it, and once all
 // three wait, the lock goes round them in turn (FIFO across languages).
-func TestScenario10AgentClientsInThreeLanguages(t *testing.T) {
+func TestScenario8aAgentClientsInThreeLanguages(t *testing.T) {
 	cluster(t)
 	const ns = "agents"
 	if err := os.RemoveAll(agentLedgerDir); err != nil {
