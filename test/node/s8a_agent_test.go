@@ -16,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlease/redlease/internal/lockctl"
+	"github.com/redlease/redlease/pkg/lock"
 )
 
 // agentRounds is how many writes each of scenario 8a's three pods makes.
@@ -113,11 +116,15 @@ func TestScenario8aAgentClientsInThreeLanguages(t *testing.T) {
 	apply(t, agentLockManifest(ns))
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "distributedlock/ledger", "--timeout=2m")
 
+	// The test holds the lock until all three pods wait in its line, so that
+	// they contend from their first round whatever their start times.
+	gate := holdUntilWaiting(t, ns, "ledger", 3)
 	rounds := strconv.Itoa(agentRounds)
-	begin := time.Now()
 	apply(t, contenderJob(ns, "go", env(t, "DEMO_IMAGE"), []string{"/demo", "file-ledger", "--namespace", ns, "--lock", "ledger", "--ledger", "/ledger/ledger", "--rounds", rounds}, nil))
 	apply(t, withAgent(t, contenderJob(ns, "python", env(t, "PYTHON_IMAGE"), []string{"/python3.11", "-S", "/app/ledger.py", "ledger", "/ledger/ledger", rounds}, map[string]string{"PYTHONHOME": "/usr"})))
 	apply(t, withAgent(t, contenderJob(ns, "node", env(t, "NODEJS_IMAGE"), []string{"/node", "/app/ledger.js", "ledger", "/ledger/ledger", rounds}, nil)))
+	gate()
+	begin := time.Now()
 	if _, err := kubectlErr(t, "wait", "-n", ns, "--for=condition=Complete", "job", "--all", "--timeout=4m"); err != nil {
 		for _, j := range []string{"go", "python", "node"} {
 			out, _ := kubectlErr(t, "logs", "-n", ns, "job/"+j, "--all-containers")
@@ -179,10 +186,50 @@ func checkRotation(t *testing.T, order []string) {
 			break
 		}
 	}
+	if end-start < 6 {
+		t.Fatalf("the three contended for writes %d to %d only: %v", start+1, end+1, order)
+	}
 	for i := start + 1; i <= end; i++ {
 		if order[i] == order[i-1] {
 			t.Fatalf("writes %d and %d both by %s although the others waited (FIFO): %v", i, i+1, order[i], order)
 		}
 	}
 	t.Logf("MEASURE the lock went round the three languages in turn from write %d to %d: %v", start+1, end+1, order)
+}
+
+// holdUntilWaiting takes DistributedLock ns/name's key on the namespace's
+// Redis (the pod's address, from the host) with the library, as the lock's
+// FIFO holder, and returns the function that waits until n clients wait in
+// its line and then releases it.
+func holdUntilWaiting(t *testing.T, ns, name string, n int) func() {
+	t.Helper()
+	ip := jsonpath(t, "{.items[0].status.podIP}", "pods", "-n", ns, "-l", "app=redis")
+	key := jsonpath(t, "{.status.key}", "distributedlock", "-n", ns, name)
+	rc := redis.NewClient(&redis.Options{Addr: ip + ":6379"})
+	t.Cleanup(func() { _ = rc.Close() })
+	l, err := lock.New(rc, lock.WithTTL(5*time.Second), lock.WithFIFO(), lock.WithIdentity("scenario-8a-gate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	lease, err := l.TryAcquire(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		eventually(t, 3*time.Minute, fmt.Sprintf("%d clients waiting for %s", n, key), func() error {
+			h, err := l.Inspect(t.Context(), key)
+			switch {
+			case err != nil:
+				return err
+			case h.Waiting == nil || h.Waiting.Count < n:
+				return fmt.Errorf("waiting: %+v", h.Waiting)
+			}
+			return nil
+		})
+		if err := lease.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
