@@ -151,7 +151,7 @@ func (r *DistributedLockReconciler) release(ctx context.Context, rd *round, lr *
 	}
 	args := protocol.BreakGlassArgs{By: lr.Spec.RequestedBy, Sharded: rd.store.redis.Mode == v1alpha1.RedisModeCluster}
 	if f := lr.Spec.Fence; f != nil {
-		args.Fence, args.FenceSet = uint64(*f), true
+		args.Fence, args.FenceSet = uint64(max(*f, 0)), true
 	}
 	run := protocol.Scripts(sources[0].client)
 	var (

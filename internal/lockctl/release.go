@@ -143,7 +143,7 @@ func waitRelease(ctx context.Context, stdout io.Writer, c client.Client, nn type
 		cond := meta.FindStatusCondition(lr.Status.Conditions, v1alpha1.ConditionComplete)
 		switch {
 		case cond != nil && cond.Status == metav1.ConditionTrue:
-			fmt.Fprintf(stdout, "LockRelease %s: %s\n", nn, lr.Status.Outcome)
+			_, _ = fmt.Fprintf(stdout, "LockRelease %s: %s\n", nn, lr.Status.Outcome)
 			return nil
 		case cond != nil && cond.Status == metav1.ConditionFalse:
 			return exit(ExitError, fmt.Errorf("LockRelease %s: %s: %s", nn, cond.Reason, cond.Message))
@@ -200,10 +200,10 @@ func releaseDirect(ctx context.Context, stdout io.Writer, f releaseFlags, fenceS
 		return exit(ExitError, fmt.Errorf("%s: nothing changed: %s (holder %s, fence %d)", f.key, protocol.RefusedMessage(b.Refused), orUnrecognized(b.Identity), b.Fence))
 	}
 	if f.now {
-		fmt.Fprintf(stdout, "forced %s free: holder %s (fence %d) lost it; the fence counter was raised to %d first\n", f.key, orUnrecognized(b.Identity), b.Fence, b.Raised)
+		_, _ = fmt.Fprintf(stdout, "forced %s free: holder %s (fence %d) lost it; the fence counter was raised to %d first\n", f.key, orUnrecognized(b.Identity), b.Fence, b.Raised)
 		return nil
 	}
-	fmt.Fprintf(stdout, "revoked holder %s (fence %d) of %s: nothing is granted before %s (in %v)\n",
+	_, _ = fmt.Fprintf(stdout, "revoked holder %s (fence %d) of %s: nothing is granted before %s (in %v)\n",
 		orUnrecognized(b.Identity), b.Fence, f.key, time.Now().Add(b.TTL).UTC().Format(time.RFC3339), b.TTL.Round(time.Millisecond))
 	return nil
 }

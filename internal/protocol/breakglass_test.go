@@ -10,14 +10,14 @@ import (
 
 // takeFenced acquires key for value with fencing for ttl: its fence, or 0 when
 // not acquired.
-func (s *server) takeFenced(key, value string, ttl time.Duration) int64 {
+func (s *server) takeFenced(key, value string, ttl time.Duration) uint64 {
 	s.t.Helper()
 	res, err := ints(s.r.Run(s.ctx, protocol.AcquireCall(key, protocol.AcquireArgs{Value: value, TTL: ttl, Fencing: true, Identity: protocol.IdentityFromValue(value)})))
 	s.must(err)
-	if res[0] != 1 {
+	if res[0] != 1 || res[1] < 0 {
 		return 0
 	}
-	return res[1]
+	return uint64(res[1]) //nolint:gosec // G115: checked non-negative above
 }
 
 func (s *server) value(identity string) string {
@@ -41,9 +41,9 @@ func TestRevokeKeepsTheTTLAndLocksEveryoneOut(t *testing.T) {
 		t.Fatal("the holder did not acquire")
 	}
 	before := s.c.PTTL(s.ctx, key).Val()
-	b, err := protocol.Revoke(s.ctx, s.r, key, protocol.BreakGlassArgs{Identity: "stuck-pod:1", Fence: uint64(fence), FenceSet: true, By: "alice@example.com"})
+	b, err := protocol.Revoke(s.ctx, s.r, key, protocol.BreakGlassArgs{Identity: "stuck-pod:1", Fence: fence, FenceSet: true, By: "alice@example.com"})
 	s.must(err)
-	if !b.Done || b.Identity != "stuck-pod:1" || b.Fence != uint64(fence) || b.TTL <= 0 || b.TTL > before {
+	if !b.Done || b.Identity != "stuck-pod:1" || b.Fence != fence || b.TTL <= 0 || b.TTL > before {
 		t.Fatalf("revoke = %+v, want done for stuck-pod:1 fence %d with a PTTL up to %v", b, fence, before)
 	}
 	after := s.c.PTTL(s.ctx, key).Val()
@@ -91,7 +91,7 @@ func TestRevokeWithAStaleHolderChangesNothing(t *testing.T) {
 		want string
 	}{
 		{protocol.BreakGlassArgs{Identity: "pod-a:1", By: "bob"}, protocol.RefusedHolder},
-		{protocol.BreakGlassArgs{Identity: "pod-b:1", Fence: uint64(fence - 1), FenceSet: true, By: "bob"}, protocol.RefusedFence},
+		{protocol.BreakGlassArgs{Identity: "pod-b:1", Fence: fence - 1, FenceSet: true, By: "bob"}, protocol.RefusedFence},
 	} {
 		b, err := protocol.Revoke(s.ctx, s.r, key, tt.a)
 		s.must(err)
@@ -107,7 +107,7 @@ func TestRevokeWithAStaleHolderChangesNothing(t *testing.T) {
 	if v := s.c.Get(s.ctx, key).Val(); v != holder {
 		t.Fatal("a refused revoke changed the value")
 	}
-	if c := s.counter(key); c != strconv.FormatInt(fence, 10) {
+	if c := s.counter(key); c != strconv.FormatUint(fence, 10) {
 		t.Fatalf("a refused force moved the counter to %s", c)
 	}
 	if n, _ := s.r.Run(s.ctx, protocol.RenewCall(key, holder, time.Second, protocol.Quarantine{})).Int(); n != 1 {
@@ -149,13 +149,13 @@ func TestForceRaisesTheCounterAboveTheFenceBeforeDeleting(t *testing.T) {
 	fence := s.takeFenced(key, holder, time.Minute)
 	s.must(s.c.Set(s.ctx, protocol.FenceKey(key), fence-5, 0).Err())
 	ps := s.c.Subscribe(s.ctx, protocol.EventsChannel(key))
-	defer ps.Close()
+	defer func() { _ = ps.Close() }()
 	if _, err := ps.Receive(s.ctx); err != nil {
 		t.Fatal(err)
 	}
-	b, err := protocol.Force(s.ctx, s.r, key, protocol.BreakGlassArgs{Identity: "dead-node-pod:1", Fence: uint64(fence - 5), FenceSet: true, Floor: uint64(fence), By: "alice"})
+	b, err := protocol.Force(s.ctx, s.r, key, protocol.BreakGlassArgs{Identity: "dead-node-pod:1", Fence: fence - 5, FenceSet: true, Floor: fence, By: "alice"})
 	s.must(err)
-	if !b.Done || b.Raised <= uint64(fence) {
+	if !b.Done || b.Raised <= fence {
 		t.Fatalf("force = %+v, want done with the counter above %d", b, fence)
 	}
 	msg, err := ps.ReceiveMessage(s.ctx)
