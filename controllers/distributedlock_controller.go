@@ -129,7 +129,7 @@ func (r *DistributedLockReconciler) Reconcile(ctx context.Context, req reconcile
 	if err := r.kube.Get(ctx, req.NamespacedName, &dl); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(ctx, req.NamespacedName)
-			return reconcile.Result{}, nil
+			return reconcile.Result{}, r.releasesOfMissingLock(ctx, req.NamespacedName)
 		}
 		return reconcile.Result{}, fmt.Errorf("reading DistributedLock %s: %w", req.NamespacedName, err)
 	}
@@ -166,7 +166,12 @@ func (r *DistributedLockReconciler) Reconcile(ctx context.Context, req reconcile
 		terminal = r.observeOnStore(pctx, rd)
 	}
 	st.setKey(rd.key)
-	return r.finishLock(ctx, rd, orig, st, terminal)
+	releasing := terminal == nil && r.breakGlass(pctx, rd)
+	res, err := r.finishLock(ctx, rd, orig, st, terminal)
+	if releasing && err == nil && (res.RequeueAfter == 0 || res.RequeueAfter > releasePending) {
+		res.RequeueAfter = releasePending
+	}
+	return res, err
 }
 
 // observeInline runs the store phases on the lock's own servers, then the

@@ -66,6 +66,8 @@ func (r *DistributedLockReconciler) setup(ctx context.Context, mgr ctrl.Manager,
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		// A store's batched read enqueues the locks whose key changed.
 		WatchesRawSource(source.Channel(r.snapshots.changed, &handler.EnqueueRequestForObject{})).
+		// A LockRelease (break-glass) is acted on by its lock's reconcile.
+		Watches(&v1alpha1.LockRelease{}, handler.EnqueueRequestsFromMapFunc(lockOfRelease)).
 		WithOptions(opts).
 		Named("distributedlock").
 		Complete(rec)

@@ -102,7 +102,8 @@ var pieces = []string{fenceSrc, lineSrc, permitsSrc, takenSrc, valueSrc, epochSr
 // scripts are every script of the protocol, in the order the library
 // registers them.
 var scripts = []*Script{AcquireScript, releaseScript, RenewScript, raiseFenceScript, AcquirePermitScript,
-	releasePermitScript, RenewPermitScript, readScript, FenceWriteScript, ElectionRecordScript, epochReadScript}
+	releasePermitScript, RenewPermitScript, readScript, FenceWriteScript, ElectionRecordScript, epochReadScript,
+	revokeScript, forceScript}
 
 // HandoffWindow bounds how long a released key waits for the waiter it was
 // handed to (at most the lock's TTL): a waiter that died at the head of the

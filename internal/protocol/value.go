@@ -45,6 +45,8 @@ func ValidateIdentity(identity string) error {
 		return fmt.Errorf("identity is %d bytes, more than %d", len(identity), MaxIdentityLength)
 	case strings.IndexFunc(identity, unicode.IsSpace) >= 0:
 		return fmt.Errorf("identity %q contains whitespace", identity)
+	case IsTombstone(identity):
+		return fmt.Errorf("identity %q starts with %q, which names a revoked lock's tombstone", identity, TombstonePrefix)
 	}
 	return nil
 }

@@ -71,14 +71,17 @@ func TestDefaults(t *testing.T) {
 func checkDefaultObjects(t *testing.T, m *manifest) {
 	t.Helper()
 	want := map[string][]string{ // kind -> "namespace/name"
-		"CustomResourceDefinition": {"/clusterlockstores.redlease.io", "/" + crdName, "/lockstores.redlease.io"},
-		"ServiceAccount":           {namespace + "/" + managerName},
-		"ClusterRole":              {"/" + managerRole, "/" + metricsAuth, "/" + metricsRead, "/" + viewRole, "/" + editRole, "/" + adminRole},
-		"ClusterRoleBinding":       {"/redlease-manager-rolebinding", "/redlease-metrics-auth-rolebinding"},
-		"Role":                     {namespace + "/" + leaderRole},
-		"RoleBinding":              {namespace + "/redlease-leader-election-rolebinding"},
-		"Service":                  {namespace + "/" + metricsSvc},
-		"Deployment":               {namespace + "/" + managerName},
+		"CustomResourceDefinition": {"/clusterlockstores.redlease.io", "/" + crdName, "/lockreleases.redlease.io", "/lockstores.redlease.io"},
+		// Break-glass: the requester policy (TestLockReleaseRequesterPolicy in controllers).
+		"ValidatingAdmissionPolicy":        {"/redlease-lockrelease-requester"},
+		"ValidatingAdmissionPolicyBinding": {"/redlease-lockrelease-requester"},
+		"ServiceAccount":                   {namespace + "/" + managerName},
+		"ClusterRole":                      {"/" + managerRole, "/" + metricsAuth, "/" + metricsRead, "/" + viewRole, "/" + editRole, "/" + adminRole},
+		"ClusterRoleBinding":               {"/redlease-manager-rolebinding", "/redlease-metrics-auth-rolebinding"},
+		"Role":                             {namespace + "/" + leaderRole},
+		"RoleBinding":                      {namespace + "/redlease-leader-election-rolebinding"},
+		"Service":                          {namespace + "/" + metricsSvc},
+		"Deployment":                       {namespace + "/" + managerName},
 	}
 	// The helm test hook (TestInstallCheckHook).
 	want["ServiceAccount"] = append(want["ServiceAccount"], namespace+"/"+testSA)
@@ -110,7 +113,7 @@ func checkDefaultObjects(t *testing.T, m *manifest) {
 // converts strictly to its Kubernetes type.
 func checkDefaultMetadata(t *testing.T, m *manifest) {
 	t.Helper()
-	clusterScoped := []string{"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
+	clusterScoped := []string{"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 	for _, o := range m.objs {
 		if ns := o.GetNamespace(); slices.Contains(clusterScoped, o.GetKind()) != (ns == "") || (ns != "" && ns != namespace) {
 			t.Errorf("%s %s has namespace %q", o.GetKind(), o.GetName(), ns)
@@ -330,8 +333,8 @@ func TestCRDToggles(t *testing.T) {
 				}
 				return
 			}
-			if len(crds) != 3 {
-				t.Fatalf("%d CRDs rendered, want 3 (DistributedLock, LockStore, ClusterLockStore)", len(crds))
+			if len(crds) != 4 {
+				t.Fatalf("%d CRDs rendered, want 4 (DistributedLock, LockStore, ClusterLockStore, LockRelease)", len(crds))
 			}
 			got, ok := crds[0].GetAnnotations()[keepPolicy]
 			for _, c := range crds[1:] {
@@ -408,10 +411,11 @@ func TestWatchNamespaces(t *testing.T) {
 		t.Errorf("--watch-namespaces = %q, want billing,reports", args["watch-namespaces"])
 	}
 
-	// With plain-HTTP metrics and no aggregated roles, nothing cluster-scoped
-	// is left but the CRDs, the manager's cluster-scoped rules and the
-	// uninstall hook's (ClusterLockStores are cluster-scoped).
-	m = render(t, "--set", "watchNamespaces={billing}", "--set", "metrics.secure=false,aggregatedRoles.enabled=false")
+	// With plain-HTTP metrics, no aggregated roles and no break-glass
+	// requester policy, nothing cluster-scoped is left but the CRDs, the
+	// manager's cluster-scoped rules and the uninstall hook's
+	// (ClusterLockStores are cluster-scoped).
+	m = render(t, "--set", "watchNamespaces={billing}", "--set", "metrics.secure=false,aggregatedRoles.enabled=false,breakglass.requesterPolicy=false")
 	for _, o := range m.objs {
 		if o.GetNamespace() == "" && o.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(o.GetName(), "redlease-manager-cluster-role") && o.GetName() != uninstallHook {
 			t.Errorf("watchNamespaces with metrics.secure=false renders cluster-scoped %s %s", o.GetKind(), o.GetName())

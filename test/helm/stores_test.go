@@ -85,6 +85,12 @@ func TestAggregatedRoles(t *testing.T) {
 		{edit, "distributedlocks", []string{"create", "update", "patch", "delete"}, true},
 		{edit, "lockstores", []string{"create"}, false},
 		{admin, "lockstores", []string{"create", "update", "patch", "delete"}, true},
+		// Break-glass (LockRelease): admin requests it, edit and view
+		// only read the record.
+		{admin, "lockreleases", []string{"create", "delete"}, true},
+		{view, "lockreleases", []string{"get", "list", "watch"}, true},
+		{edit, "lockreleases", []string{"create"}, false},
+		{view, "lockreleases", []string{"create"}, false},
 	} {
 		if got := grants(c.r.Rules, v1alpha1.GroupVersion.Group, c.resource, c.verbs...); got != c.want {
 			t.Errorf("%s grants %v on %s = %v, want %v", c.r.Name, c.verbs, c.resource, got, c.want)

@@ -1,0 +1,73 @@
+package lockctl_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlease/redlease/internal/locktest"
+	"github.com/redlease/redlease/internal/redistest"
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// TestReleaseRevokesALiveHolder: `lockctl release --redis` revokes a
+// holder whose watchdog keeps renewing: its lease ends within one renew
+// interval, the next holder is granted the key only after the revoked
+// key's PX ran out, with a greater fence, and never while the revoked
+// lease still claimed validity. The naive variant (a plain DEL) lets the
+// next holder in while the first still claims validity: the overlap the
+// revoke avoids.
+func TestReleaseRevokesALiveHolder(t *testing.T) {
+	srv := redistest.StartStandalone(t)
+	const ttl, renew = 2 * time.Second, 400 * time.Millisecond
+	opts := []lock.Option{lock.WithTTL(ttl), lock.WithRenewInterval(renew), lock.WithFencing(true)}
+	stuck := locktest.New(t, srv.Client(t), append(opts, lock.WithIdentity("stuck-job:1"))...)
+	next := locktest.New(t, srv.Client(t), append(opts, lock.WithIdentity("next-job:1"))...)
+	for _, naive := range []bool{false, true} {
+		key := "revoke"
+		if naive {
+			key = "naive"
+		}
+		lease, err := stuck.TryAcquire(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		revoked := time.Now()
+		if naive {
+			srv.Client(t).Del(t.Context(), key)
+		} else {
+			r := lockctl(t, "release", "--redis", redisURL(srv), "--key", key, "--by", "oncall")
+			if r.code != 0 || !strings.Contains(r.stdout, "revoked holder stuck-job:1") {
+				t.Fatalf("release: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			}
+			select {
+			case <-lease.Done():
+			case <-time.After(renew + time.Second):
+				t.Fatal("the revoked lease did not end within a renew interval")
+			}
+		}
+		for {
+			l2, err := next.TryAcquire(t.Context(), key)
+			if err == nil {
+				overlap := lease.ValidUntil().After(time.Now())
+				switch {
+				case naive && !overlap:
+					t.Fatal("the naive DEL showed no overlap: the test cannot tell revoke from it")
+				case !naive && overlap:
+					t.Fatalf("granted at %v while the revoked lease claimed validity until %v", time.Now(), lease.ValidUntil())
+				case !naive && time.Since(revoked) < ttl-renew-200*time.Millisecond:
+					t.Fatalf("granted %v after the revoke, before the revoked key's PX ran out", time.Since(revoked))
+				case l2.Fence() <= lease.Fence():
+					t.Fatalf("next fence %d, revoked %d", l2.Fence(), lease.Fence())
+				}
+				_ = l2.Release(t.Context())
+				break
+			}
+			if time.Since(revoked) > 2*ttl {
+				t.Fatalf("no grant %v after the revoke: %v", 2*ttl, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		_ = lease.Release(t.Context())
+	}
+}
