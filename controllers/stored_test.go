@@ -118,8 +118,8 @@ func legacyEnv(t *testing.T, drop ...string) *kubetest.Env {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	// The stores' CRDs go in as they are: the manager watches them.
-	for _, name := range []string{"distributedlocks", "lockstores", "clusterlockstores"} {
+	// The other CRDs go in as they are: the manager watches them.
+	for _, name := range []string{"distributedlocks", "lockstores", "clusterlockstores", "lockreleases"} {
 		b, err := fs.ReadFile(os.DirFS(root), "config/crd/bases/redlease.io_"+name+".yaml")
 		if err != nil {
 			t.Fatal(err)

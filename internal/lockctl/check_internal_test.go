@@ -40,7 +40,7 @@ func (f fakeDiscovery) ServerResourcesForGroupVersion(string) (*metav1.APIResour
 // kinds, fails with what to do. (The served case runs against a real API
 // server in TestCheckInstallLease.)
 func TestCRDCheck(t *testing.T) {
-	if got := strings.Join(apiKinds(), ","); got != "ClusterLockStore,DistributedLock,LockStore" {
+	if got := strings.Join(apiKinds(), ","); got != "ClusterLockStore,DistributedLock,LockRelease,LockStore" {
 		t.Fatalf("apiKinds() = %s", got)
 	}
 	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "redlease.io"}, "v1alpha1")
@@ -52,9 +52,9 @@ func TestCRDCheck(t *testing.T) {
 		final  bool
 		want   string
 	}{
-		{"all served", fakeDiscovery{kinds: []string{"DistributedLock", "LockStore", "ClusterLockStore"}}, true, false, "redlease.io/v1alpha1 serves ClusterLockStore, DistributedLock, LockStore"},
+		{"all served", fakeDiscovery{kinds: []string{"DistributedLock", "LockStore", "ClusterLockStore", "LockRelease"}}, true, false, "redlease.io/v1alpha1 serves ClusterLockStore, DistributedLock, LockRelease, LockStore"},
 		{"group not served", fakeDiscovery{err: notFound}, false, false, "does not serve redlease.io/v1alpha1: the CRDs are not installed"},
-		{"a kind missing", fakeDiscovery{kinds: []string{"DistributedLock"}}, false, false, "serves redlease.io/v1alpha1 without ClusterLockStore, LockStore"},
+		{"a kind missing", fakeDiscovery{kinds: []string{"DistributedLock"}}, false, false, "serves redlease.io/v1alpha1 without ClusterLockStore, LockRelease, LockStore"},
 		{"discovery forbidden", fakeDiscovery{err: forbidden}, false, true, "discovering redlease.io/v1alpha1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

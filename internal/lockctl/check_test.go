@@ -50,7 +50,7 @@ func TestCheckInstallLease(t *testing.T) {
 
 	// Nothing installed but the CRDs.
 	wantCheck(t, 1, args,
-		"ok    crds     redlease.io/v1alpha1 serves ClusterLockStore, DistributedLock, LockStore",
+		"ok    crds     redlease.io/v1alpha1 serves ClusterLockStore, DistributedLock, LockRelease, LockStore",
 		"FAIL  manager  Lease "+ns+"/manager.redlease.io not found: no manager has become leader",
 		"FAIL  store    ClusterLockStore "+store+" not found",
 		"install check failed: 2 of 3 checks did not pass")

@@ -24,6 +24,11 @@ import (
 // clients come from redisconn, like a pod's. password is for the URLs
 // that carry none. Closing the locker closes the clients.
 func openRedis(urls, password, key string, permits int, opts []lock.Option) (*locker, error) {
+	// Before dialing: a usage error says what is wrong with the flags,
+	// not what the servers are.
+	if err := checkPermits(permits, strings.Contains(urls, ",")); err != nil {
+		return nil, err
+	}
 	d, err := dialRedis(urls, password, opts)
 	if err != nil {
 		return nil, err
@@ -91,11 +96,8 @@ func dialRedis(urls, password string, opts []lock.Option) (*redisDeployment, err
 // bind opens key: a mutex, or with permits above 1 a semaphore. The
 // locker's Close does nothing: the deployment's close frees the clients.
 func (d *redisDeployment) bind(key string, permits int) (*locker, error) {
-	switch {
-	case permits < 1 || permits > lock.MaxPermits:
-		return nil, exit(ExitUsage, fmt.Errorf("--permits %d: want 1 to %d", permits, lock.MaxPermits))
-	case permits > 1 && len(d.clients) > 1:
-		return nil, exit(ExitUsage, errors.New("--permits above 1 needs one Redis deployment: on Redlock a majority of nodes per holder does not bound the holders"))
+	if err := checkPermits(permits, len(d.clients) > 1); err != nil {
+		return nil, err
 	}
 	var (
 		h       handle
@@ -109,6 +111,18 @@ func (d *redisDeployment) bind(key string, permits int) (*locker, error) {
 		h, inspect = m, inspectLock(m.Inspect)
 	}
 	return &locker{handle: h, inspect: inspect, describe: func() description { return d.d }, Close: func() error { return nil }}, nil
+}
+
+// checkPermits refuses a permit count out of range, and a semaphore on
+// Redlock.
+func checkPermits(permits int, redlock bool) error {
+	switch {
+	case permits < 1 || permits > lock.MaxPermits:
+		return exit(ExitUsage, fmt.Errorf("--permits %d: want 1 to %d", permits, lock.MaxPermits))
+	case permits > 1 && redlock:
+		return exit(ExitUsage, errors.New("--permits above 1 needs one Redis deployment: on Redlock a majority of nodes per holder does not bound the holders"))
+	}
+	return nil
 }
 
 // close closes the Locker, then the clients.

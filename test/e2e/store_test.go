@@ -73,7 +73,7 @@ func TestHelmInstallWithStore(t *testing.T) {
 	waitStoreReady(t, env.Client, storeName)
 	check := testHook(t, env, "redlease", ns)
 	check.want(t, 0, nil,
-		"ok    crds     redlease.io/v1alpha1 serves ClusterLockStore, DistributedLock, LockStore",
+		"ok    crds     redlease.io/v1alpha1 serves ClusterLockStore, DistributedLock, LockRelease, LockStore",
 		"ok    manager  Lease "+ns+"/redlease-manager.redlease.io renewed by",
 		"ok    store    ClusterLockStore "+storeName+" is Ready",
 		"install check passed")
