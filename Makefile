@@ -57,6 +57,18 @@ generate: tools-gen ## Generate deepcopy code from kubebuilder markers; lint the
 	$(BIN)/buf lint
 	$(BIN)/buf generate
 
+# The SVGs name DejaVu Sans, the font dot measured their text with (the one
+# hack/install-graphviz.sh installs); the sed adds fallbacks of similar width
+# for browsers without it.
+.PHONY: diagrams
+diagrams: ## Render the pictures of the docs, docs/diagrams/*.dot, to docs/images/*.svg with Graphviz (installed by hack/install-graphviz.sh when missing); a diagram's change is a diff of its source.
+	@hack/install-graphviz.sh
+	@mkdir -p docs/images && rm -f docs/images/*.svg
+	@for f in docs/diagrams/*.dot; do \
+		out=docs/images/$$(basename $$f .dot).svg; echo "dot -Tsvg $$f > $$out"; \
+		dot -Tsvg $$f | sed 's/font-family="DejaVu Sans"/font-family="DejaVu Sans,Verdana,sans-serif"/g' > $$out; \
+	done
+
 # Every module of the repository: each must be tidy.
 GO_MODULES := . bench hack/tools hack/ocibuild test/monitoring
 
@@ -67,9 +79,9 @@ tidy-check: ## Fail when any module's go.mod/go.sum is not tidy (go mod tidy -di
 	done; exit $$rc
 
 .PHONY: verify
-verify: manifests generate lint tidy-check ## Fail when generated files are stale, a module is not tidy, or the code fails lint.
-	@git diff --exit-code --stat -- config api charts/redlease/files charts/redlease/README.md docs/reference || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- config api charts/redlease/files charts/redlease/README.md docs/reference); if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
+verify: manifests generate diagrams lint tidy-check ## Fail when generated files (diagrams' SVGs included) are stale, a module is not tidy, or the code fails lint.
+	@git diff --exit-code --stat -- config api charts/redlease/files charts/redlease/README.md docs/reference docs/images || { echo "generated files are stale: run 'make manifests generate diagrams' and commit"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- config api charts/redlease/files charts/redlease/README.md docs/reference docs/images); if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
 
 .PHONY: test
 test: tools redis postgres verify helm-lint ## Install what tests need, verify, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included), then make test-node where the machine can (CI must), then the server matrix on the other servers whose sources are in ../shared/servers (make test-servers).
