@@ -58,16 +58,26 @@ generate: tools-gen ## Generate deepcopy code from kubebuilder markers; lint the
 	$(BIN)/buf generate
 
 # The SVGs name DejaVu Sans, the font dot measured their text with (the one
-# hack/install-graphviz.sh installs); the sed adds fallbacks of similar width
+# hack/install-docs-tools.sh installs); the sed adds fallbacks of similar width
 # for browsers without it.
 .PHONY: diagrams
-diagrams: ## Render the pictures of the docs, docs/diagrams/*.dot, to docs/images/*.svg with Graphviz (installed by hack/install-graphviz.sh when missing); a diagram's change is a diff of its source.
-	@hack/install-graphviz.sh
+diagrams: ## Render the pictures of the docs, docs/diagrams/*.dot, to docs/images/*.svg with Graphviz (installed by hack/install-docs-tools.sh when missing); a diagram's change is a diff of its source.
+	@hack/install-docs-tools.sh graphviz
 	@mkdir -p docs/images && rm -f docs/images/*.svg
 	@for f in docs/diagrams/*.dot; do \
 		out=docs/images/$$(basename $$f .dot).svg; echo "dot -Tsvg $$f > $$out"; \
 		dot -Tsvg $$f | sed 's/font-family="DejaVu Sans"/font-family="DejaVu Sans,Verdana,sans-serif"/g' > $$out; \
 	done
+
+# Where make docs writes the site.
+SITE_DIR ?= dist/site
+
+.PHONY: docs
+docs: ## Build the docs site (Hugo, built from source and cached like the other tools) from docs/ and the top-level pages into dist/site, printing its build time; fail on a broken internal link or anchor, a page no link reaches, or a search entry that leads nowhere (hack/sitecheck). site/ holds only its config and theme.
+	@hack/install-tools.sh hugo
+	@start=$$(date +%s%N); $(BIN)/hugo --source site --destination $(CURDIR)/$(SITE_DIR) --cleanDestinationDir --noBuildLock --quiet; \
+		echo "docs: hugo built $(SITE_DIR) in $$(( ($$(date +%s%N) - start) / 1000000 )) ms"
+	go run ./hack/sitecheck $(SITE_DIR)
 
 # Every module of the repository: each must be tidy.
 GO_MODULES := . bench hack/tools hack/ocibuild test/monitoring
@@ -84,7 +94,7 @@ verify: manifests generate diagrams lint tidy-check ## Fail when generated files
 	@untracked=$$(git ls-files --others --exclude-standard -- config api charts/redlease/files charts/redlease/README.md docs/reference docs/images); if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
 
 .PHONY: test
-test: tools redis postgres verify helm-lint ## Install what tests need, verify, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included), then make test-node where the machine can (CI must), then the server matrix on the other servers whose sources are in ../shared/servers (make test-servers).
+test: tools redis postgres browser verify docs helm-lint ## Install what tests need, verify, build the docs site and check its links, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included), then make test-node where the machine can (CI must), then the server matrix on the other servers whose sources are in ../shared/servers (make test-servers).
 	go test $(GO_TEST_FLAGS) ./...
 	@echo "internal/protocol again, through the function library (-protocol.functions)"
 	go test $(GO_TEST_FLAGS) ./internal/protocol/ -args -protocol.functions
@@ -227,6 +237,10 @@ tools-gen:
 .PHONY: redis
 redis: ## Install Debian's redis-server and redis-sentinel when missing.
 	hack/install-redis.sh
+
+.PHONY: browser
+browser: ## Install Debian's Chromium when missing (test/site opens the built docs site in it, headless).
+	hack/install-docs-tools.sh chromium
 
 .PHONY: postgres
 postgres: ## Install PostgreSQL's server binaries when missing (fenced SQL writes in the fault suite).
