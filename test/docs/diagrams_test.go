@@ -42,3 +42,24 @@ func TestDiagramsAreShown(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchmarkPlotsAreExplained: every plot make bench writes
+// (docs/bench-*.png) is on docs/benchmarks.md with alt text, followed by a
+// paragraph of at least two sentences that says what it shows.
+func TestBenchmarkPlotsAreExplained(t *testing.T) {
+	plots, err := filepath.Glob(filepath.Join(repoRoot(t), "docs", "bench-*.png"))
+	if err != nil || len(plots) < 7 {
+		t.Fatalf("docs holds %d plots (%v): want make bench's seven", len(plots), err)
+	}
+	page := read(t, "docs/benchmarks.md")
+	for _, p := range plots {
+		name := filepath.Base(p)
+		m := regexp.MustCompile(`(?s)\n!\[([^\]]+)\]\(` + regexp.QuoteMeta(name) + `\)\n\n(.*?)\n\n`).FindStringSubmatch(page)
+		switch {
+		case m == nil:
+			t.Errorf("docs/benchmarks.md shows no %s with alt text, followed by a paragraph", name)
+		case len(regexp.MustCompile(`[.!?](\s|$)`).FindAllString(m[2], -1)) < 2:
+			t.Errorf("docs/benchmarks.md: the paragraph after %s has fewer than two sentences:\n%s", name, m[2])
+		}
+	}
+}
