@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -45,6 +46,8 @@ func TestSiteInABrowser(t *testing.T) {
 	if report.Pages < 15 || report.Links < 500 {
 		t.Errorf("the site has %d pages and %d internal links: the build or the check lost them", report.Pages, report.Links)
 	}
+
+	checkNavListsEveryPage(t, out)
 
 	srv := httptest.NewServer(http.FileServer(http.Dir(out))) // 127.0.0.1
 	defer srv.Close()
@@ -172,6 +175,39 @@ func checkNav(t *testing.T, doc *html.Node, current string) {
 	}
 	if want := slices.DeleteFunc([]string{current}, func(s string) bool { return s == "" }); !slices.Equal(currents, want) {
 		t.Errorf("the navigation marks %q as the current page, want %q", currents, want)
+	}
+}
+
+// checkNavListsEveryPage: the navigation (the home page's, as built) links
+// every page of the site but the search page, so a page added to docs/
+// without a menu entry in site/hugo.toml fails here.
+func checkNavListsEveryPage(t *testing.T, out string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(out, "index.html")) //nolint:gosec // G304: the site this test built
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close() //nolint:errcheck // read-only
+	doc, err := html.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for n := range find(doc, "nav", "").Descendants() {
+		if n.Type == html.ElementNode && n.Data == "a" {
+			listed[path.Clean("/"+attr(n, "href"))] = true // "./guide/" -> "/guide"
+		}
+	}
+	pages, err := filepath.Glob(filepath.Join(out, "*", "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob(filepath.Join(out, "*", "*", "index.html"))
+	for _, p := range append(pages, more...) {
+		rel, _ := filepath.Rel(out, filepath.Dir(p))
+		if page := "/" + filepath.ToSlash(rel); !listed[page] && page != "/search" {
+			t.Errorf("the navigation does not list %s/: add it to a menu in site/hugo.toml", page)
+		}
 	}
 }
 
