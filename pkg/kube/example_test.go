@@ -190,7 +190,7 @@ func ExampleLocker_TryAcquire() {
 	var held *lock.NotAcquiredError
 	switch {
 	case errors.As(err, &held):
-		log.Printf("the previous run still holds %s (for %v more): skipping this one", l.Key(), held.HolderTTL)
+		log.Printf("the previous run still holds the lock (for %v more): skipping this one", held.HolderTTL)
 		return
 	case errors.Is(err, kube.ErrNotReady):
 		log.Fatalf("the DistributedLock is not Ready: %v", err) // TryAcquire does not wait for it
