@@ -57,6 +57,28 @@ generate: tools-gen ## Generate deepcopy code from kubebuilder markers; lint the
 	$(BIN)/buf lint
 	$(BIN)/buf generate
 
+# The SVGs name DejaVu Sans, the font dot measured their text with (the one
+# hack/install-docs-tools.sh installs); the sed adds fallbacks of similar width
+# for browsers without it.
+.PHONY: diagrams
+diagrams: ## Render the pictures of the docs, docs/diagrams/*.dot, to docs/images/*.svg with Graphviz (installed by hack/install-docs-tools.sh when missing); a diagram's change is a diff of its source.
+	@hack/install-docs-tools.sh graphviz
+	@mkdir -p docs/images && rm -f docs/images/*.svg
+	@for f in docs/diagrams/*.dot; do \
+		out=docs/images/$$(basename $$f .dot).svg; echo "dot -Tsvg $$f > $$out"; \
+		dot -Tsvg $$f | sed 's/font-family="DejaVu Sans"/font-family="DejaVu Sans,Verdana,sans-serif"/g' > $$out; \
+	done
+
+# Where make docs writes the site.
+SITE_DIR ?= dist/site
+
+.PHONY: docs
+docs: ## Build the docs site (Hugo, built from source and cached like the other tools) from docs/ and the top-level pages into dist/site, printing its build time; fail on a broken internal link or anchor, a page no link reaches, or a search entry that leads nowhere (hack/sitecheck). site/ holds only its config and theme.
+	@hack/install-tools.sh hugo
+	@start=$$(date +%s%N); $(BIN)/hugo --source site --destination $(CURDIR)/$(SITE_DIR) --cleanDestinationDir --noBuildLock --quiet; \
+		echo "docs: hugo built $(SITE_DIR) in $$(( ($$(date +%s%N) - start) / 1000000 )) ms"
+	go run ./hack/sitecheck $(SITE_DIR)
+
 # Every module of the repository: each must be tidy.
 GO_MODULES := . bench hack/tools hack/ocibuild test/monitoring
 
@@ -67,12 +89,12 @@ tidy-check: ## Fail when any module's go.mod/go.sum is not tidy (go mod tidy -di
 	done; exit $$rc
 
 .PHONY: verify
-verify: manifests generate lint tidy-check ## Fail when generated files are stale, a module is not tidy, or the code fails lint.
-	@git diff --exit-code --stat -- config api charts/redlease/files charts/redlease/README.md docs/reference || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- config api charts/redlease/files charts/redlease/README.md docs/reference); if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
+verify: manifests generate diagrams lint tidy-check ## Fail when generated files (diagrams' SVGs included) are stale, a module is not tidy, or the code fails lint.
+	@git diff --exit-code --stat -- config api charts/redlease/files charts/redlease/README.md docs/reference docs/images || { echo "generated files are stale: run 'make manifests generate diagrams' and commit"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- config api charts/redlease/files charts/redlease/README.md docs/reference docs/images); if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
 
 .PHONY: test
-test: tools redis postgres clients verify helm-lint ## Install what tests need, verify, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included), then make test-node where the machine can (CI must), then the server matrix on the other servers whose sources are in ../shared/servers (make test-servers).
+test: tools redis postgres clients browser verify docs helm-lint ## Install what tests need, verify, build the docs site and check its links, run every test with -race against real Redis, PostgreSQL and a real API server (the fault suite's short pass included), then make test-node where the machine can (CI must), then the server matrix on the other servers whose sources are in ../shared/servers (make test-servers).
 	go test $(GO_TEST_FLAGS) ./...
 	@echo "internal/protocol again, through the function library (-protocol.functions)"
 	go test $(GO_TEST_FLAGS) ./internal/protocol/ -args -protocol.functions
@@ -219,6 +241,10 @@ redis: ## Install Debian's redis-server and redis-sentinel when missing.
 .PHONY: clients
 clients: ## Install what the lock agent's example clients need when missing (curl, python3, Node.js 20+ and npm).
 	hack/install-clients.sh
+
+.PHONY: browser
+browser: ## Install Debian's Chromium when missing (test/site opens the built docs site in it, headless).
+	hack/install-docs-tools.sh chromium
 
 .PHONY: postgres
 postgres: ## Install PostgreSQL's server binaries when missing (fenced SQL writes in the fault suite).

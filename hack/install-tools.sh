@@ -9,6 +9,7 @@
 #          proto (buf protoc-gen-go protoc-gen-connect-go: make generate)
 #          node (kubelet kube-scheduler kube-controller-manager kube-proxy
 #          containerd containerd-shim-runc-v2 ctr: make test-node's cluster)
+#          hugo (make docs: the static site from docs/)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +21,9 @@ CONTAINERD_VERSION=v2.4.2
 BUF_VERSION=v1.75.0
 PROTOBUF_VERSION=v1.36.12
 CONNECT_VERSION=v1.21.1
+# The newest Hugo whose go.mod asks for no newer Go than the go directive
+# of ours (v0.166.0 on need Go 1.27).
+HUGO_VERSION=v0.165.0
 cache=${REDLEASE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redlease}
 bin=$root/bin
 mkdir -p "$bin"
@@ -95,6 +99,7 @@ for t in "${tools[@]}"; do
 	golangci-lint) go_install golangci-lint "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION" ;;
 	buf) go_install buf "github.com/bufbuild/buf/cmd/buf@$BUF_VERSION" ;;
 	protoc-gen-go) go_install protoc-gen-go "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOBUF_VERSION" ;;
+	hugo) go_install hugo "github.com/gohugoio/hugo@$HUGO_VERSION" ;;
 	protoc-gen-connect-go) go_install protoc-gen-connect-go "connectrpc.com/connect/cmd/protoc-gen-connect-go@$CONNECT_VERSION" ;;
 	*) say "unknown tool $t"; exit 2 ;;
 	esac

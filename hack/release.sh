@@ -88,6 +88,13 @@ if [ "$(grep -c "digest: \"sha256:" "$chart/values.yaml")" != 2 ] || [ "$(grep -
 	echo "release: could not pin both digests and stamp both registries in the chart's values.yaml" >&2
 	exit 1
 fi
+# Artifact Hub's list of the images names the same ones.
+sed -i -e "s|^      image: ghcr.io/redlease/manager:.*|      image: $REGISTRY/redlease/manager:$VERSION@$manager_digest|" \
+	-e "s|^      image: ghcr.io/redlease/lockctl:.*|      image: $REGISTRY/redlease/lockctl:$VERSION@$lockctl_digest|" "$chart/Chart.yaml"
+if [ "$(grep -c "^      image: $REGISTRY/redlease/[a-z]*:$VERSION@sha256:" "$chart/Chart.yaml")" != 2 ]; then
+	echo "release: could not stamp both images in the chart's artifacthub.io/images" >&2
+	exit 1
+fi
 "$HELM" package "$chart" --version "${VERSION#v}" --app-version "$VERSION" --destination "$dist" >/dev/null
 say "chart redlease-${VERSION#v}.tgz"
 

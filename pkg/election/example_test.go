@@ -70,3 +70,26 @@ func ExampleNewResourceLock() {
 	}
 	_ = mgr // mgr.Start(ctx) campaigns before starting leader-only runnables
 }
+
+// leaderElection is docs/library.md's election snippet (test/docs's
+// TestGoSnippets compares them), so that it compiles.
+func leaderElection(ctx context.Context, redisClient redis.UniversalClient) error {
+	return election.Run(ctx, election.Config{
+		Client: redisClient, Key: "billing/settlement-leader", TTL: 15 * time.Second,
+		ReleaseOnCancel: true,
+		Callbacks: election.Callbacks{
+			OnStartedLeading: func(ctx context.Context, fence uint64) { work(ctx, fence) },
+			OnStoppedLeading: func() { log.Print("no longer leading") },
+			OnNewLeader:      func(identity string) { log.Print("leader: ", identity) },
+		},
+	})
+}
+
+// work stands for a leader's work: it runs until ctx ends, sending fence
+// with every write.
+func work(ctx context.Context, fence uint64) {
+	_ = fence
+	<-ctx.Done()
+}
+
+var _ = leaderElection // compiled, not run: it needs a Redis

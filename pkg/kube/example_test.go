@@ -42,7 +42,7 @@ func lead(ctx context.Context, fence uint64) {
 }
 
 // quickStart is the Go code of README.md's quick start, as README shows it
-// (test/docs's TestReadmeGoSnippet compares them), so that it compiles.
+// (test/docs's TestGoSnippets compares them), so that it compiles.
 func quickStart(ctx context.Context, restConfig *rest.Config) error {
 	l, err := kube.NewLocker(ctx, restConfig, "billing", "nightly-settlement")
 	if err != nil {
@@ -148,4 +148,127 @@ func Example_leaderElection() {
 	}
 }
 
-var _ = quickStart // compiled, not run: it needs a cluster
+// podLock is docs/library.md's pkg/kube snippet (TestGoSnippets compares
+// them): quickStart with the pod's name as the lease's identity.
+func podLock(ctx context.Context, restConfig *rest.Config) error {
+	l, err := kube.NewLocker(ctx, restConfig, "billing", "nightly-settlement", lock.WithIdentity(os.Getenv("POD_NAME")))
+	if err != nil {
+		return err
+	}
+	defer l.Close() //nolint:errcheck // the page's snippet stays short; Example shows the errors handled
+
+	lease, err := l.Acquire(ctx) // waits for the lock, and for the resource to be Ready
+	if err != nil {
+		return err
+	}
+	defer lease.Release(context.Background()) //nolint:errcheck // as above
+	return settle(lease.Context(), lease.Fence())
+}
+
+// A CronJob's run that must not overlap the previous one: it tries once and,
+// when the previous run still holds the lock, exits without doing the work
+// (lockctl run --lock billing/nightly-settlement does the same for any
+// command).
+func ExampleLocker_TryAcquire() {
+	restConfig, err := rest.InClusterConfig()
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	l, err := kube.NewLocker(ctx, restConfig, "billing", "nightly-settlement",
+		lock.WithIdentity(os.Getenv("POD_NAME")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		if err := l.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
+
+	lease, err := l.TryAcquire(ctx)
+	var held *lock.NotAcquiredError
+	switch {
+	case errors.As(err, &held):
+		log.Printf("the previous run still holds the lock (for %v more): skipping this one", held.HolderTTL)
+		return
+	case errors.Is(err, kube.ErrNotReady):
+		log.Fatalf("the DistributedLock is not Ready: %v", err) // TryAcquire does not wait for it
+	case err != nil:
+		log.Fatal(err)
+	}
+	defer func() {
+		if err := lease.Release(context.Background()); err != nil {
+			log.Print(err)
+		}
+	}()
+	if err := settle(lease.Context(), lease.Fence()); err != nil {
+		log.Print(err)
+	}
+}
+
+// Who holds the lock, as lockctl status shows it: the holder's identity,
+// how long its lease has left and its fence, never its lock value.
+func ExampleLocker_Inspect() {
+	restConfig, err := rest.InClusterConfig()
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	l, err := kube.NewLocker(ctx, restConfig, "billing", "nightly-settlement")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		if err := l.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
+
+	h, err := l.Inspect(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if !h.Held {
+		log.Printf("%s is free", h.Key)
+		return
+	}
+	log.Printf("%s is held by %s for %v more, fence %d", h.Key, h.Identity, h.TTL, h.Fence)
+}
+
+// A DistributedLock with spec.permits: 3 is a semaphore: each Acquire takes
+// a permit of its own, so at most three pods export at once, each with its
+// own fence.
+func Example_semaphore() {
+	restConfig, err := rest.InClusterConfig()
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	l, err := kube.NewLocker(ctx, restConfig, "billing", "exports",
+		lock.WithIdentity(os.Getenv("POD_NAME")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		if err := l.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
+
+	permit, err := l.Acquire(ctx) // waits in the semaphore's line for a free permit
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		if err := permit.Release(context.Background()); err != nil {
+			log.Print(err)
+		}
+	}()
+	if err := settle(permit.Context(), permit.Fence()); err != nil {
+		log.Print(err)
+	}
+}
+
+// Compiled, not run: they need a cluster.
+var _, _ = quickStart, podLock

@@ -210,4 +210,20 @@ func settle(ctx context.Context, fence uint64) error {
 	return nil
 }
 
-var _ = goService // compiled, not run: it needs a Redis at redis:6379
+// semaphore is docs/library.md's semaphore snippet (TestGoSnippets
+// compares them).
+func semaphore(ctx context.Context, locker *lock.Locker) error {
+	exports := locker.Semaphore("billing/exports", 3) // at most 3 at once, across every process using 3
+	lease, err := exports.Acquire(ctx)                // one permit, a *lock.Lease
+	if err != nil {
+		return err
+	}
+	defer lease.Release(context.Background()) //nolint:errcheck // as in goService
+	return export(lease.Context(), lease.Fence())
+}
+
+// export stands for work that at most n processes may do at once.
+func export(ctx context.Context, fence uint64) error { return settle(ctx, fence) }
+
+// Compiled, not run: they need a Redis at redis:6379.
+var _, _ = goService, semaphore

@@ -1,8 +1,9 @@
 // Package docs_test fails when the documentation and the code drift apart:
 // a protocol version, a metric, a chart value or a test the docs name that
 // the code lacks, lockctl and manager flags and condition reasons missing
-// from either side, a relative link or anchor that leads nowhere, and a Go
-// snippet that is not a compiled example.
+// from either side, a relative link or anchor that leads nowhere, a Go
+// snippet that is not a compiled example, and a diagram without its source
+// or its alt text.
 package docs_test
 
 import (

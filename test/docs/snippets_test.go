@@ -10,39 +10,70 @@ import (
 	"testing"
 )
 
-// TestGoSnippets: a Go snippet a page shows is the body of a function in
-// an example_test.go file, which go vet and go test compile, so the
-// snippet compiles as shown. Both are compared gofmt'd (the page may put
-// "if err != nil { return err }" on one line) and without the example's
-// //nolint comments.
+// TestGoSnippets: every ```go block of README.md, CONTRIBUTING.md,
+// SECURITY.md and docs/*.md says, in an HTML comment on the line before it
+// (invisible on GitHub and on the site), either where it is compiled —
+// "<!-- compiled: FILE FUNC -->", FUNC a function of FILE, an
+// example_test.go that go vet and go test compile, whose body the block
+// is — or why it is not: "<!-- not compiled: REASON -->". Both sides are
+// compared gofmt'd (the page may put "if err != nil { return err }" on one
+// line) and without the example's //nolint comments.
 func TestGoSnippets(t *testing.T) {
-	for _, c := range []struct {
-		page, marker, file, fn string
-	}{
-		{"README.md", "kube.NewLocker(", "pkg/kube/example_test.go", "quickStart"},
-		{"docs/library.md", "lock.New(client", "pkg/lock/example_test.go", "goService"},
-	} {
-		snippet := goBlock(t, read(t, c.page), c.marker)
-		body := funcBody(t, read(t, c.file), c.fn)
-		if got, want := normalizeGo(t, c.page, snippet), normalizeGo(t, c.file, body); got != want {
-			t.Errorf("%s's Go snippet with %s is not %s's %s; the page shows:\n%s\nthe example (gofmt'd):\n%s", c.page, c.marker, c.file, c.fn, got, want)
+	compiled := 0
+	for page, text := range allDocs(t) {
+		for _, b := range goBlocks(text) {
+			switch {
+			case b.file != "":
+				compiled++
+				body := funcBody(t, read(t, b.file), b.fn)
+				if got, want := normalizeGo(t, page, b.code), normalizeGo(t, b.file, body); got != want {
+					t.Errorf("%s's Go block on line %d is not %s's %s; the page shows:\n%s\nthe function (gofmt'd):\n%s", page, b.line, b.file, b.fn, got, want)
+				}
+			case len(strings.Fields(b.reason)) < 3:
+				t.Errorf("%s's Go block on line %d has no <!-- compiled: FILE FUNC --> or <!-- not compiled: REASON --> comment before it", page, b.line)
+			}
 		}
+	}
+	if compiled < 5 {
+		t.Fatalf("%d Go blocks are compiled: the pattern no longer finds them", compiled)
 	}
 }
 
-// goBlock is the one ```go block of page that contains marker.
-func goBlock(t *testing.T, page, marker string) string {
-	t.Helper()
-	var found []string
-	for _, m := range regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(page, -1) {
-		if strings.Contains(m[1], marker) {
-			found = append(found, m[1])
+// block is one ```go block of a page and the comment before it.
+type block struct {
+	line     int // of the opening fence, from 1
+	code     string
+	file, fn string // from "<!-- compiled: FILE FUNC -->"
+	reason   string // from "<!-- not compiled: REASON -->"
+}
+
+// goBlocks are a page's ```go blocks.
+func goBlocks(page string) []block {
+	compiled := regexp.MustCompile(`^<!-- compiled: (\S+) (\w+) -->$`)
+	notCompiled := regexp.MustCompile(`^<!-- not compiled: (.+) -->$`)
+	lines := strings.Split(page, "\n")
+	var out []block
+	for i := 0; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) != "```go" {
+			continue
 		}
+		b := block{line: i + 1}
+		if i > 0 {
+			prev := strings.TrimSpace(lines[i-1])
+			if m := compiled.FindStringSubmatch(prev); m != nil {
+				b.file, b.fn = m[1], m[2]
+			} else if m := notCompiled.FindStringSubmatch(prev); m != nil {
+				b.reason = m[1]
+			}
+		}
+		var code []string
+		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
+			code = append(code, lines[i])
+		}
+		b.code = strings.Join(code, "\n")
+		out = append(out, b)
 	}
-	if len(found) != 1 {
-		t.Fatalf("%d ```go blocks contain %q, want 1", len(found), marker)
-	}
-	return found[0]
+	return out
 }
 
 // funcBody is the source between the braces of function name in src.

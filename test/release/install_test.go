@@ -70,10 +70,14 @@ func TestInstall(t *testing.T) {
 }
 
 // TestChartPackage: the packaged chart is versioned as the release and
-// pins both images by the digests of the archives beside it.
+// pins both images by the digests of the archives beside it, and its
+// Artifact Hub metadata names the same images.
 func TestChartPackage(t *testing.T) {
 	chart := distFile(t, "redlease-"+strings.TrimPrefix(version, "v")+".tgz")
-	var meta struct{ Version, AppVersion string }
+	var meta struct {
+		Version, AppVersion string
+		Annotations         map[string]string
+	}
 	if err := yaml.Unmarshal([]byte(run(t, tool(t, "helm"), "show", "chart", chart)), &meta); err != nil {
 		t.Fatal(err)
 	}
@@ -82,9 +86,12 @@ func TestChartPackage(t *testing.T) {
 	}
 	rendered := run(t, tool(t, "helm"), "template", "redlease", chart, "--namespace", "redlease-system")
 	for _, image := range []string{"manager", "lockctl"} {
-		want := "image: " + registry + "/redlease/" + image + ":" + version + "@" + imageDigest(t, image)
-		if !strings.Contains(rendered, want) {
-			t.Errorf("the packaged chart renders no %q", want)
+		want := registry + "/redlease/" + image + ":" + version + "@" + imageDigest(t, image)
+		if !strings.Contains(rendered, "image: "+want) {
+			t.Errorf("the packaged chart renders no %q", "image: "+want)
+		}
+		if !strings.Contains(meta.Annotations["artifacthub.io/images"], "image: "+want+"\n") {
+			t.Errorf("the packaged chart's artifacthub.io/images does not name %s:\n%s", want, meta.Annotations["artifacthub.io/images"])
 		}
 	}
 	install, err := os.ReadFile(distFile(t, "install.yaml"))
