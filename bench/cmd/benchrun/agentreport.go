@@ -73,6 +73,14 @@ func (p agentPair) callsP50() string {
 	return fmtDur(p.calls.Lat.P50)
 }
 
+// callsCPU is the agent's CPU time per no-op call pair, "—" without one.
+func (p agentPair) callsCPU() string {
+	if p.calls == nil {
+		return "—"
+	}
+	return agentCPUPerOp(*p.calls)
+}
+
 // fmtAdded formats a difference of p50s with its sign.
 func fmtAdded(d time.Duration) string {
 	if d < 0 {
@@ -99,14 +107,14 @@ func writeAgent(b *strings.Builder, res *results) {
 		fmt.Fprintf(b, "Uncontended acquire+release (the rows above) through `lockctl agent --redis … --ttl %v` on a Unix socket, a separate process started by this run: "+
 			"TryAcquireLease (unary) then Release, over gRPC (HTTP/2, one connection) and over Connect's HTTP/JSON (HTTP/1.1), read against the library's own row (\"redlease\", scripts: "+
 			"the agent makes its first call before the functions row loads the library, so it runs the same scripts). "+
-			"No-op calls p50 is the cycle of the \"agent no-op calls\" row over the same protocol: two KeepAlive calls for an unknown lease, answered NOT_FOUND without Redis, "+
-			"what the socket, HTTP and Connect alone add to any cycle. "+
+			"No-op calls is the cycle of the \"agent no-op calls\" row over the same protocol: two KeepAlive calls for an unknown lease, answered NOT_FOUND without Redis, "+
+			"what the socket, HTTP and Connect alone add to any cycle: its p50, and the agent's CPU per pair. "+
 			"Agent CPU/cycle is the agent process's user+system time (/proc/PID/stat) over the cycles; the agent's Redis commands are not watched, so its server cmd time shows as —. "+
 			"Goal (issue 43): p50 ≤ %.1f× the library's and ≤ +%s.\n\n", res.settings.ttl, agentGoalRatio, fmtDur(agentGoalAdded))
-		b.WriteString("| goroutines | row | p50 | p99 | library p50 | ÷ library | added | no-op calls p50 | agent CPU/cycle | goal |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		b.WriteString("| goroutines | row | p50 | p99 | library p50 | ÷ library | added | agent CPU/cycle | no-op calls p50 | their agent CPU | goal |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, p := range un {
-			fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p.agent.Level, p.agent.Name, fmtDur(p.agent.Lat.P50), fmtDur(p.agent.Lat.P99),
-				fmtDur(p.lib.Lat.P50), p.ratio(), fmtAdded(p.added()), p.callsP50(), agentCPUPerOp(p.agent), p.goal())
+			fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p.agent.Level, p.agent.Name, fmtDur(p.agent.Lat.P50), fmtDur(p.agent.Lat.P99),
+				fmtDur(p.lib.Lat.P50), p.ratio(), fmtAdded(p.added()), agentCPUPerOp(p.agent), p.callsP50(), p.callsCPU(), p.goal())
 		}
 		b.WriteString("\n")
 	}
