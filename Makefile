@@ -130,7 +130,7 @@ test-chaos: redis postgres ## The fault-injection suite with its full budget: ev
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: redis ## Benchmarks on real Redis: pkg/lock, then redlease vs redsync/redislock (bench/); table, plots in docs/.
+bench: redis ## Benchmarks on real Redis: pkg/lock, then redlease vs redsync/redislock and through the lock agent (bench/); table, plots in docs/.
 	go test -run '^$$' -bench . -benchmem ./pkg/...
 	cd bench && go run ./cmd/benchrun -plots ../docs $(BENCH_FLAGS)
 

@@ -8,6 +8,13 @@
 // against both (issue 45), in time and in the server's command time per
 // cycle (INFO commandstats, for the calls the clients sent).
 //
+// Since issue 43 it also measures redlease through the lock agent
+// (`lockctl agent`, a separate process on a Unix socket, built from the
+// root module): acquire+release over gRPC and HTTP/JSON beside the library
+// in the uncontended scenario, hand-offs between processes that each take
+// the lock through an agent of their own, and, in cmd/agentload, the
+// agent's memory and CPU while it holds many leases.
+//
 // It is its own Go module so the peers never enter the main module's
 // go.mod. It cannot use the main module's internal/redistest, so Server
 // starts throwaway redis-server processes itself.

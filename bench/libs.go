@@ -49,6 +49,9 @@ type Lib struct {
 	Variant string
 
 	worker func(i int) LockFunc
+	// cpu is the CPU time so far of the process the row goes through
+	// besides this one (the lock agent); nil for a library in this process.
+	cpu    func() time.Duration
 	mu     sync.Mutex
 	closes []func()
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -30,24 +31,37 @@ const workerEnv = "BENCH_WORKER_LIB"
 // ProcessLib is a library a worker process can build on its own client.
 type ProcessLib struct {
 	Name, Family, Tuning string
-	build                func(client *redis.Client, ttl time.Duration) (*Lib, error)
+	// MaxProcesses, when above 0, is the most worker processes the
+	// library runs with: an agent row's every worker runs an agent too.
+	MaxProcesses int
+	build        func(client *redis.Client, ttl time.Duration) (*Lib, error)
 }
 
 // ProcessLibs are the processes scenario's libraries: redlease with its
-// defaults and with WithFIFO, and each peer with the tuning that did best
-// in the in-process hand-off (1 ms retries).
+// defaults and with WithFIFO, through the lock agent (AgentProcessLibs),
+// and each peer with the tuning that did best in the in-process hand-off
+// (1 ms retries).
 func ProcessLibs() []ProcessLib {
+	return slices.Concat(redleaseProcessLibs(), AgentProcessLibs(), peerProcessLibs())
+}
+
+func redleaseProcessLibs() []ProcessLib {
 	return []ProcessLib{
-		{"redlease", FamilyRedlease, "a Locker per process, defaults (waiting line)", func(c *redis.Client, ttl time.Duration) (*Lib, error) {
+		{"redlease", FamilyRedlease, "a Locker per process, defaults (waiting line)", 0, func(c *redis.Client, ttl time.Duration) (*Lib, error) {
 			return NewRedlease("redlease", "", c, lock.WithTTL(ttl))
 		}},
-		{"redlease (FIFO)", FamilyRedlease, "a Locker per process, WithFIFO()", func(c *redis.Client, ttl time.Duration) (*Lib, error) {
+		{"redlease (FIFO)", FamilyRedlease, "a Locker per process, WithFIFO()", 0, func(c *redis.Client, ttl time.Duration) (*Lib, error) {
 			return NewRedlease("redlease (FIFO)", "", c, lock.WithTTL(ttl), lock.WithFIFO())
 		}},
-		{"redsync (tuned, delay 1ms)", FamilyRedsync, "WithTries(1<<30), WithRetryDelay(1ms)", func(c *redis.Client, ttl time.Duration) (*Lib, error) {
+	}
+}
+
+func peerProcessLibs() []ProcessLib {
+	return []ProcessLib{
+		{"redsync (tuned, delay 1ms)", FamilyRedsync, "WithTries(1<<30), WithRetryDelay(1ms)", 0, func(c *redis.Client, ttl time.Duration) (*Lib, error) {
 			return NewRedsync("redsync", "", []*redis.Client{c}, ttl, redsync.WithTries(1<<30), redsync.WithRetryDelay(time.Millisecond)), nil
 		}},
-		{"redislock (tuned, linear 1ms)", FamilyRedislock, "LinearBackoff(1ms)", func(c *redis.Client, ttl time.Duration) (*Lib, error) {
+		{"redislock (tuned, linear 1ms)", FamilyRedislock, "LinearBackoff(1ms)", 0, func(c *redis.Client, ttl time.Duration) (*Lib, error) {
 			return NewRedislock("redislock", "", c, ttl, func() redislock.RetryStrategy { return redislock.LinearBackoff(time.Millisecond) }), nil
 		}},
 	}

@@ -23,6 +23,9 @@ type Run struct {
 	// Sent is the commands worker processes sent (Processes; in-process
 	// runs leave it to the caller's Sent hook).
 	Sent Counts
+	// AgentCPU is the CPU time the lock agent used during the run, for the
+	// rows that go through one (uncontended).
+	AgentCPU time.Duration
 }
 
 // Merge adds another round's outcome.
@@ -40,6 +43,7 @@ func (r *Run) Merge(o Run) {
 	r.Overlaps += o.Overlaps
 	r.Errors += o.Errors
 	r.Sent = r.Sent.Add(o.Sent)
+	r.AgentCPU += o.AgentCPU
 }
 
 // Throughput is completed cycles per second of measured time.
@@ -58,6 +62,10 @@ func Uncontended(ctx context.Context, lib *Lib, goroutines int, d time.Duration,
 	defer cancel(nil)
 	per := make([][]time.Duration, goroutines)
 	var wg sync.WaitGroup
+	var cpu0 time.Duration
+	if lib.cpu != nil {
+		cpu0 = lib.cpu()
+	}
 	start := time.Now()
 	stop := start.Add(d)
 	for g := range goroutines {
@@ -94,6 +102,9 @@ func Uncontended(ctx context.Context, lib *Lib, goroutines int, d time.Duration,
 		r.Durations = append(r.Durations, ds...)
 	}
 	r.Ops, r.Wall = len(r.Durations), wall
+	if lib.cpu != nil {
+		r.AgentCPU = lib.cpu() - cpu0
+	}
 	return r, nil
 }
 

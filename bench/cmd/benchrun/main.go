@@ -2,7 +2,10 @@
 // redislock and the raw round-trip floor in one run against the same
 // redis-server, computes latency percentiles from per-operation durations,
 // and prints a markdown report with ratios to the best peer and to the
-// floor. With -plots it also writes PNG plots.
+// floor. With -plots it also writes PNG plots. Unless -agent=false, the
+// uncontended and processes scenarios also run redlease through the lock
+// agent (lockctl agent, built from the root module unless
+// $REDLEASE_LOCKCTL names one), read against the library's own row.
 //
 //	cd bench && go run ./cmd/benchrun            # full run, a few minutes on 2 cores
 //	cd bench && go run ./cmd/benchrun -quick     # seconds
@@ -56,6 +59,7 @@ type settings struct {
 	scenarios    map[string]bool
 	poolSize     int
 	pin          string // -pin's value, "" when not pinned by it
+	agent        bool   // also measure redlease through the lock agent (uncontended, processes)
 }
 
 const (
@@ -80,6 +84,7 @@ func main() {
 		window   = flag.Duration("window", 0, "held-leases measuring window (default 10s, quick 3s)")
 		poolSize = flag.Int("pool", 64, "go-redis pool size, the same for every library")
 		cpuProf  = flag.String("cpuprofile", "", "write this process's CPU profile of the whole run to this file (go tool pprof reads it)")
+		agent    = flag.Bool("agent", true, "also measure redlease through the lock agent (lockctl agent on a Unix socket) in the uncontended and processes scenarios; builds lockctl unless "+bench.LockctlEnv+" names one")
 		pinTo    = flag.String("pin", "", "C/S: run this process and its worker processes on CPUs C and every redis-server on CPUs S, with taskset (0/1: each on a CPU of its own; 0/0: all on CPU 0); empty: no pinning")
 	)
 	flag.Parse()
@@ -98,7 +103,7 @@ func main() {
 		hold: time.Millisecond, ttl: 10 * time.Second,
 		leases: *leases, heldTTL: 3 * time.Second, heldRenew: time.Second, window: 10 * time.Second,
 		concurrency: []int{1, 16}, workers: []int{2, 8, 32}, processes: []int{2, 16, 64}, redlockNodes: 5,
-		poolSize: *poolSize,
+		poolSize: *poolSize, agent: *agent,
 	}
 	if s.quick {
 		s.rounds = 1
@@ -307,6 +312,12 @@ func run(ctx context.Context, s settings) (*results, error) {
 		return nil, err
 	}
 
+	if s.agent && (s.scenarios[scUncontended] || s.scenarios[scProcesses]) {
+		progress("building lockctl for the agent rows (or $%s)", bench.LockctlEnv)
+		if _, err := bench.Lockctl(ctx); err != nil { // once, before any worker process needs it
+			return nil, err
+		}
+	}
 	cnt := newCounter(srv)
 	defer cnt.close()
 	var clients []*redis.Client
@@ -322,7 +333,7 @@ func run(ctx context.Context, s settings) (*results, error) {
 	}
 
 	if s.scenarios[scUncontended] {
-		if res.uncontended, err = runUncontended(ctx, s, cnt, client); err != nil {
+		if res.uncontended, err = runUncontended(ctx, s, cnt, client, srv.Addr); err != nil {
 			return nil, err
 		}
 	}
@@ -372,12 +383,22 @@ func slug(s string) string {
 	}, s)
 }
 
-func runUncontended(ctx context.Context, s settings, cnt *counter, client func() *redis.Client) ([]row, error) {
+func runUncontended(ctx context.Context, s settings, cnt *counter, client func() *redis.Client, addr string) ([]row, error) {
 	libs, err := bench.UncontendedLibs(client, s.ttl)
 	if err != nil {
 		return nil, err
 	}
 	defer bench.CloseAll(libs)
+	if s.agent {
+		a, err := startAgent(ctx, addr, s.ttl)
+		if err != nil {
+			return nil, err
+		}
+		defer a.Close()
+		agentLibs := bench.AgentLibs(a)
+		defer bench.CloseAll(agentLibs)
+		libs = besideRedlease(libs, agentLibs)
+	}
 	return runLatency(ctx, s, cnt, "uncontended", libs, s.uncontended)
 }
 
@@ -472,12 +493,15 @@ func runProcesses(ctx context.Context, s settings, cnt *counter, addr string) ([
 	if err != nil {
 		return nil, err
 	}
-	libs := bench.ProcessLibs()
+	libs := processLibs(s)
 	runs := map[[2]int]*bench.Run{}
 	loads := map[[2]int]bench.Load{}
 	for round := range s.rounds {
 		for _, n := range s.processes {
 			for i, lib := range libs {
+				if lib.MaxProcesses > 0 && n > lib.MaxProcesses {
+					continue
+				}
 				progress("processes: %s, %d processes, round %d/%d", lib.Name, n, round+1, s.rounds)
 				r, c, err := cnt.measure(ctx, func() (bench.Run, error) {
 					return bench.Processes(ctx, exe, lib.Name, addr, n, s.hold, s.ttl, s.processRound(n), fmt.Sprintf("procs:%d:%d:%d", i, n, round))
@@ -499,6 +523,9 @@ func runProcesses(ctx context.Context, s settings, cnt *counter, addr string) ([
 		for i, lib := range libs {
 			k := [2]int{n, i}
 			r := runs[k]
+			if r == nil { // above the library's MaxProcesses
+				continue
+			}
 			rows = append(rows, row{Name: lib.Name, Family: lib.Family, Tuning: lib.Tuning, Level: n,
 				Run: *r, Lat: bench.Summarize(r.Durations), Cross: bench.Summarize(r.Cross), Load: loads[k]})
 		}

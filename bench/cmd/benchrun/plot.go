@@ -34,7 +34,7 @@ func writePlots(res *results, dir string) ([]string, error) {
 	}
 	if len(res.uncontended) > 0 {
 		f := filepath.Join(dir, "bench-uncontended.png")
-		if err := latencyBars(res.uncontended, "Uncontended acquire+release", f); err != nil {
+		if err := latencyBars(withoutAgent(res.uncontended), "Uncontended acquire+release", f); err != nil {
 			return nil, err
 		}
 		files = append(files, f)
@@ -68,7 +68,7 @@ func writePlots(res *results, dir string) ([]string, error) {
 			{"bench-processes-commands.png", "Redis commands per acquisition between processes, hold %v (lower is better)", "Redis commands per acquisition",
 				func(r row) float64 { return r.CommandsPerOp() }},
 		} {
-			p, err := contendedLines(res.processes, "worker processes", fmt.Sprintf(pl.title, res.settings.hold), pl.ylabel, pl.y, false)
+			p, err := contendedLines(withoutAgent(res.processes), "worker processes", fmt.Sprintf(pl.title, res.settings.hold), pl.ylabel, pl.y, false)
 			if err != nil {
 				return nil, err
 			}

@@ -159,6 +159,7 @@ func renderReport(res *results) string {
 	if len(res.processes) > 0 {
 		writeProcesses(&b, res)
 	}
+	writeAgent(&b, res)
 	if len(res.redlock) > 0 {
 		fmt.Fprintf(&b, "### Redlock over %d nodes\n\n", s.redlockNodes)
 		fmt.Fprintf(&b, "%d independent redis-server processes; acquire+release cycles as above, for %v per round. "+
@@ -424,6 +425,7 @@ func writeHeadlines(b *strings.Builder, res *results) {
 	writeUncontendedHeadlines(b, res.uncontended)
 	writeContendedHeadlines(b, res.handoff, "Hand-off", "workers", "redlease")
 	writeContendedHeadlines(b, res.processes, "Between processes", "processes", "redlease", "redlease (FIFO)")
+	writeAgentHeadlines(b, res)
 	for _, lv := range levels(res.redlock) {
 		bp := bestPeer(res.redlock, lv)
 		for _, name := range []string{"redlease Redlock", "redlease Redlock (no fencing)"} {
