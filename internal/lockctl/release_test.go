@@ -33,6 +33,7 @@ func TestReleaseRevokesALiveHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		revoked := time.Now()
+		pttl, lost := "", time.Time{}
 		if naive {
 			srv.Client(t).Del(t.Context(), key)
 		} else {
@@ -40,8 +41,12 @@ func TestReleaseRevokesALiveHolder(t *testing.T) {
 			if r.code != 0 || !strings.Contains(r.stdout, "revoked holder stuck-job:1") {
 				t.Fatalf("release: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 			}
+			if _, in, ok := strings.Cut(r.stdout, "(in "); ok {
+				pttl = strings.TrimSuffix(strings.TrimSpace(in), ")")
+			}
 			select {
 			case <-lease.Done():
+				lost = time.Now()
 			case <-time.After(renew + time.Second):
 				t.Fatal("the revoked lease did not end within a renew interval")
 			}
@@ -59,6 +64,10 @@ func TestReleaseRevokesALiveHolder(t *testing.T) {
 					t.Fatalf("granted %v after the revoke, before the revoked key's PX ran out", time.Since(revoked))
 				case l2.Fence() <= lease.Fence():
 					t.Fatalf("next fence %d, revoked %d", l2.Fence(), lease.Fence())
+				}
+				if !naive {
+					t.Logf("MEASURE revoke (TTL %v, renew %v): request to the next holder %v; the key's PTTL at the revoke %s; the lease ended lost after %v",
+						ttl, renew, time.Since(revoked).Round(time.Millisecond), pttl, lost.Sub(revoked).Round(time.Millisecond))
 				}
 				_ = l2.Release(t.Context())
 				break
