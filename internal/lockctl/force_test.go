@@ -70,7 +70,7 @@ func forceLateWrite(t *testing.T, srv *redistest.Server, c forceCase) {
 	stuck := locktest.New(t, srv.Client(t), append(opts, lock.WithIdentity("stuck-job:1"))...)
 	next := locktest.New(t, srv.Client(t), append(opts, lock.WithIdentity("next-job:1"))...)
 	store := fence.NewRedisStore(srv.Client(t), "store:"+c.name+":")
-	key := "forced-" + strconv.Itoa(int(c.back)) + strconv.FormatBool(c.naive)
+	key := "forced-" + strconv.FormatUint(c.back, 10) + strconv.FormatBool(c.naive)
 	old, err := stuck.TryAcquire(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
