@@ -77,7 +77,26 @@ func TestLockRelease(t *testing.T) {
 		}
 	}
 
+	waiter := newLocker(t, srv.Client(t), lock.WithIdentity("next-pod:1"), lock.WithTTL(3*time.Second), lock.WithFencing(true))
+	next := make(chan *lock.Lease, 1)
+	go func() {
+		l, err := waiter.Acquire(h.ctx(), key)
+		if err != nil {
+			t.Error(err)
+		}
+		next <- l
+	}()
+	time.Sleep(200 * time.Millisecond) // the waiter is in the line, on the tombstone
+	pttl, start := srv.Client(t).PTTL(h.ctx(), key).Val(), time.Now()
 	h.createRelease("force", v1alpha1.LockReleaseSpec{LockName: "stuck", Mode: v1alpha1.ReleaseModeForce, RequestedBy: me})
+	if l := <-next; l != nil {
+		t.Logf("MEASURE force through the controller: LockRelease created to the next holder %v (the tombstone had %v left)",
+			time.Since(start).Round(time.Millisecond), pttl.Round(time.Millisecond))
+		if l.Fence() <= lease.Fence() {
+			t.Errorf("the next holder's fence %d, the forced holder's %d", l.Fence(), lease.Fence())
+		}
+		_ = l.Release(h.ctx())
+	}
 	lr = h.waitRelease("force", metav1.ConditionTrue)
 	if lr.Status.RaisedFence <= fence || srv.Client(t).Exists(h.ctx(), key).Val() != 0 {
 		t.Errorf("force status %+v, want the key gone and the counter above %d", lr.Status, fence)

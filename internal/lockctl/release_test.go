@@ -33,6 +33,7 @@ func TestReleaseRevokesALiveHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		revoked := time.Now()
+		pttl, lost := "", time.Time{}
 		if naive {
 			srv.Client(t).Del(t.Context(), key)
 		} else {
@@ -40,8 +41,12 @@ func TestReleaseRevokesALiveHolder(t *testing.T) {
 			if r.code != 0 || !strings.Contains(r.stdout, "revoked holder stuck-job:1") {
 				t.Fatalf("release: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 			}
+			if _, in, ok := strings.Cut(r.stdout, "(in "); ok {
+				pttl = strings.TrimSuffix(strings.TrimSpace(in), ")")
+			}
 			select {
 			case <-lease.Done():
+				lost = time.Now()
 			case <-time.After(renew + time.Second):
 				t.Fatal("the revoked lease did not end within a renew interval")
 			}
@@ -49,16 +54,10 @@ func TestReleaseRevokesALiveHolder(t *testing.T) {
 		for {
 			l2, err := next.TryAcquire(t.Context(), key)
 			if err == nil {
-				overlap := lease.ValidUntil().After(time.Now())
-				switch {
-				case naive && !overlap:
-					t.Fatal("the naive DEL showed no overlap: the test cannot tell revoke from it")
-				case !naive && overlap:
-					t.Fatalf("granted at %v while the revoked lease claimed validity until %v", time.Now(), lease.ValidUntil())
-				case !naive && time.Since(revoked) < ttl-renew-200*time.Millisecond:
-					t.Fatalf("granted %v after the revoke, before the revoked key's PX ran out", time.Since(revoked))
-				case l2.Fence() <= lease.Fence():
-					t.Fatalf("next fence %d, revoked %d", l2.Fence(), lease.Fence())
+				checkNextGrant(t, naive, lease, l2, time.Since(revoked), ttl-renew-200*time.Millisecond)
+				if !naive {
+					t.Logf("MEASURE revoke (TTL %v, renew %v): request to the next holder %v; the key's PTTL at the revoke %s; the lease ended lost after %v",
+						ttl, renew, time.Since(revoked).Round(time.Millisecond), pttl, lost.Sub(revoked).Round(time.Millisecond))
 				}
 				_ = l2.Release(t.Context())
 				break
@@ -69,5 +68,24 @@ func TestReleaseRevokesALiveHolder(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		_ = lease.Release(t.Context())
+	}
+}
+
+// checkNextGrant: the next holder's lease l2, granted after the revoke (or
+// the naive DEL) of lease, came after the revoked lease's claimed validity
+// and at least early after the revoke, with a greater fence; the naive DEL
+// must show the overlap.
+func checkNextGrant(t *testing.T, naive bool, lease, l2 *lock.Lease, after, early time.Duration) {
+	t.Helper()
+	overlap := lease.ValidUntil().After(time.Now())
+	switch {
+	case naive && !overlap:
+		t.Fatal("the naive DEL showed no overlap: the test cannot tell revoke from it")
+	case !naive && overlap:
+		t.Fatalf("granted at %v while the revoked lease claimed validity until %v", time.Now(), lease.ValidUntil())
+	case !naive && after < early:
+		t.Fatalf("granted %v after the revoke, before the revoked key's PX ran out", after)
+	case l2.Fence() <= lease.Fence():
+		t.Fatalf("next fence %d, revoked %d", l2.Fence(), lease.Fence())
 	}
 }
