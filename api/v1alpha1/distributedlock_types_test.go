@@ -570,6 +570,8 @@ func (cov *sampleCoverage) create(t *testing.T, c client.Client, ns string, b []
 		typed = &v1alpha1.LockStore{}
 	case "ClusterLockStore":
 		typed = &v1alpha1.ClusterLockStore{}
+	case "LockRelease": // a break-glass request (config/samples/breakglass)
+		typed = &v1alpha1.LockRelease{}
 	default:
 		t.Fatalf("unexpected kind %q", kind)
 	}
