@@ -146,6 +146,7 @@ export const HolderSchema = /*@__PURE__*/
  *
  * Errors use the gRPC codes (Connect maps each to an HTTP status):
  *   ABORTED (409)             the lock is held: TryAcquireLease, or a wait that ran out
+ *   DEADLINE_EXCEEDED (504)   the wait ran out while Redis had not answered an attempt
  *   UNAVAILABLE (503)         Redis could not be reached, did not answer, or refused
  *   FAILED_PRECONDITION (400) the DistributedLock is not Ready, or the lease was lost
  *   NOT_FOUND (404)           no such DistributedLock, or no such lease
