@@ -53,7 +53,7 @@ spec:
 	}
 	begin := time.Now()
 	kubectl(t, "delete", "clusterlockstore", "acl", "--timeout=30s")
-	kubectl(t, "delete", "crd", "distributedlocks.redlease.io", "lockstores.redlease.io", "clusterlockstores.redlease.io", "--timeout=1m")
+	kubectl(t, "delete", "crd", "distributedlocks.redlease.io", "lockstores.redlease.io", "clusterlockstores.redlease.io", "lockreleases.redlease.io", "--timeout=1m")
 	t.Logf("the store and the CRDs deleted in %s after the uninstall", ms(time.Since(begin)))
 	if out := kubectl(t, "get", "all,serviceaccounts,roles,rolebindings", "-n", operatorNS, "-o", "name"); strings.Contains(out, "redlease") {
 		t.Errorf("left in %s after helm uninstall:\n%s", operatorNS, out)
