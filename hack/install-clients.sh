@@ -4,6 +4,7 @@
 # packages for what is missing; a Node.js older than 20 is not replaced
 # (the machine's own is kept) and fails here with what to do.
 set -euo pipefail
+. "$(dirname "$0")/lib-apt.sh"
 
 say() { printf '[install-clients] %s\n' "$*" >&2; }
 
@@ -13,14 +14,7 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
-	say "installing Debian's ${missing[*]}"
-	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-		say "install ${missing[*]} with your OS's package manager, then retry"
-		exit 1
-	fi
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	apt_install install-clients "${missing[@]}"
 fi
 major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$major" -lt 20 ]; then

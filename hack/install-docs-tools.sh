@@ -8,6 +8,7 @@
 #
 # Usage: hack/install-docs-tools.sh graphviz|chromium...
 set -euo pipefail
+. "$(dirname "$0")/lib-apt.sh"
 
 pkgs=()
 for t in "$@"; do
@@ -19,16 +20,4 @@ for t in "$@"; do
 	esac
 done
 [ ${#pkgs[@]} -eq 0 ] && exit 0
-
-echo "[install-docs-tools] installing Debian's ${pkgs[*]}" >&2
-if [ "$(id -u)" != 0 ]; then
-	echo "[install-docs-tools] not root: run 'sudo apt-get update && sudo apt-get install -y --no-install-recommends ${pkgs[*]}', then retry" >&2
-	exit 1
-fi
-if ! command -v apt-get >/dev/null 2>&1; then
-	echo "[install-docs-tools] no apt-get: install ${pkgs[*]} (or your OS's names for them), then retry" >&2
-	exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+apt_install install-docs-tools "${pkgs[@]}"
