@@ -71,7 +71,7 @@ func Serve(ctx context.Context, s *Server, listeners ...net.Listener) error {
 	// Streams end first (their leases released, their clients told), so
 	// that Shutdown does not wait for clients that hold on.
 	s.Close()
-	stopCtx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	stopCtx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
 	defer cancel()
 	if err := srv.Shutdown(stopCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err

@@ -29,9 +29,10 @@ const MaxRequestBytes = 16 << 10
 // client accepts it: larger than any reply it writes.
 const compressMinBytes = 4 << 10
 
-// releaseTimeout bounds a release the agent makes on a client's behalf;
-// past it the key expires with its TTL.
-const releaseTimeout = 5 * time.Second
+// ReleaseTimeout bounds a release made on someone else's behalf: the
+// agent's for a client, lockctl's for the command it wrapped. Past it the
+// key expires with its TTL.
+const ReleaseTimeout = 5 * time.Second
 
 // The keep-alive periods a client may choose: shorter ones would make a
 // busy client lose its lease to its own scheduling, longer ones leave a hung
@@ -177,9 +178,9 @@ func validFor(lease *lock.Lease) time.Duration {
 	return max(time.Until(lease.ValidUntil()), 0)
 }
 
-// release gives lease back on the client's behalf, within releaseTimeout.
+// release gives lease back on the client's behalf, within ReleaseTimeout.
 func release(lease *lock.Lease) error {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
 	defer cancel()
 	return lease.Release(ctx)
 }

@@ -11,12 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/redlease/redlease/internal/agent"
 	"github.com/redlease/redlease/pkg/lock"
 )
-
-// releaseTimeout bounds the release a command makes on its way out; past
-// it the key expires with its TTL.
-const releaseTimeout = 5 * time.Second
 
 // waitFlags are --wait, how long a command waits for the lock, and the
 // exit codes of a wait that fails.
@@ -107,9 +104,9 @@ func (s *session) acquire(ctx context.Context, waitSet bool, wait time.Duration)
 	return lease, nil
 }
 
-// release gives the lock back within releaseTimeout.
+// release gives the lock back within agent.ReleaseTimeout.
 func (s *session) release() error {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), agent.ReleaseTimeout)
 	defer cancel()
 	return s.lease.Release(ctx)
 }
