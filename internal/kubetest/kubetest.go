@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -229,24 +230,29 @@ func Shared(t testing.TB) *Env {
 	return shared.env
 }
 
-// RepoRoot returns the directory of the module's go.mod, found by walking up
-// from the working directory (a test's working directory is its package).
+// RepoRoot returns the repository's root: the directory of the redlease
+// module's go.mod, found by walking up from the working directory (a
+// test's working directory is its package), past the go.mod of a nested
+// module such as test/monitoring.
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && rootModule.Match(b) { //nolint:gosec // G304: the go.mod files above the working directory
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("kubetest: no go.mod above the working directory")
+			return "", errors.New("kubetest: no go.mod of github.com/redlease/redlease above the working directory")
 		}
 		dir = parent
 	}
 }
+
+// rootModule matches the redlease module's go.mod.
+var rootModule = regexp.MustCompile(`(?m)^module github\.com/redlease/redlease\s*$`)
 
 // binaries returns the paths of kube-apiserver and etcd, or an error that
 // says how to build them.

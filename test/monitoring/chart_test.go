@@ -22,6 +22,8 @@ type query struct {
 	where   string // "alert X", "dashboard panel \"T\"", ...
 	expr    string
 	runbook *string // an alert's runbook_url annotation (nil: not an alert)
+	alert   string  // the alert's name (empty: not an alert)
+	hold    string  // the alert's `for` (empty: none)
 }
 
 // chartQueries renders the chart with its PrometheusRule (every alert: the
@@ -61,6 +63,7 @@ type object struct {
 				Alert       string            `json:"alert"`
 				Record      string            `json:"record"`
 				Expr        string            `json:"expr"`
+				For         string            `json:"for"`
 				Annotations map[string]string `json:"annotations"`
 			} `json:"rules"`
 		} `json:"groups"`
@@ -83,7 +86,7 @@ func documentQueries(doc []byte) ([]query, error) {
 				q := query{where: "rule " + r.Record, expr: r.Expr}
 				if r.Alert != "" {
 					url := r.Annotations["runbook_url"]
-					q.where, q.runbook = "alert "+r.Alert, &url
+					q.where, q.runbook, q.alert, q.hold = "alert "+r.Alert, &url, r.Alert, r.For
 				}
 				out = append(out, q)
 			}
