@@ -69,15 +69,15 @@ func TestSecrets(t *testing.T) {
 
 // TestASecretTheControllerDidNotWriteIsNeverOverwritten: a Secret already
 // named like an inline lock's credentials Secret, without the store's label,
-// stays as it was, and the lock reports CredentialsNotProvisioned.
+// stays as it was, and the lock reports CredentialsSecretConflict.
 func TestASecretTheControllerDidNotWriteIsNeverOverwritten(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOptions{})
 	srv := redistest.StartStandalone(t)
 	h.createSecret("redlease-lock-squat", map[string]string{"password": "someone else's"})
 	h.create("squat", standaloneSpec(srv.Addr()))
-	h.waitFor("squat", "CredentialsNotProvisioned", func(dl *v1alpha1.DistributedLock) error {
-		return hasCondition(dl, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonCredentialsNotProvisioned)
+	h.waitFor("squat", "CredentialsSecretConflict", func(dl *v1alpha1.DistributedLock) error {
+		return hasCondition(dl, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonCredentialsSecretConflict)
 	})
 	s := &corev1Secret{}
 	if err := h.c.Get(h.ctx(), key(h.ns, "redlease-lock-squat"), s); err != nil {
