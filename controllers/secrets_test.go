@@ -87,3 +87,26 @@ func TestASecretTheControllerDidNotWriteIsNeverOverwritten(t *testing.T) {
 		t.Errorf("the Secret the controller did not write was overwritten: %v", s.Data)
 	}
 }
+
+// TestAForeignSecretUnderAStoresNameIsNotPublished: a Secret someone else
+// created under the name a LockStore derives for its namespace stays as it
+// was, and the lock on the store is CredentialsSecretConflict. Before, the
+// store failed to write it (TenantsProvisioned False) but the lock, which
+// only checked that a Secret of that name existed, was Ready and published
+// it to its pods.
+func TestAForeignSecretUnderAStoresNameIsNotPublished(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{})
+	srv := redistest.StartStandalone(t)
+	h.createSecret("redlease-lockstore-team", map[string]string{"password": "someone else's"})
+	h.createStore(t, "team", srv.Addr())
+	h.create("job", onStore(v1alpha1.StoreKindLockStore, "team", "job"))
+	h.waitFor("job", "CredentialsSecretConflict", notReadyBecause(v1alpha1.ReasonCredentialsSecretConflict))
+	s := &corev1Secret{}
+	if err := h.c.Get(h.ctx(), key(h.ns, "redlease-lockstore-team"), s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Data) != 1 || string(s.Data["password"]) != "someone else's" {
+		t.Errorf("the Secret the controller did not write was overwritten: %v", s.Data)
+	}
+}
