@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/podrbac"
 	"github.com/redlease/redlease/internal/protocol"
 )
 
@@ -130,11 +131,17 @@ func (r *DistributedLockReconciler) mayUseStore(ctx context.Context, rd *round, 
 		}
 		return fail(v1alpha1.ReasonStoreNotReady, fmt.Sprintf("%s is not Ready (%s)", found.spec.requester(), why))
 	}
-	name := credentialsSecretName(found.spec)
+	name := podrbac.LockSecretName(rd.dl)
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	if err := r.kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, meta); err != nil {
+	nn := types.NamespacedName{Namespace: ns, Name: name}
+	if err := r.kube.Get(ctx, nn, meta); err != nil {
 		return fail(v1alpha1.ReasonCredentialsNotProvisioned, fmt.Sprintf("the credentials Secret %s/%s of %s is not written yet", ns, name, found.spec.requester()))
+	}
+	if meta.GetLabels()[v1alpha1.LabelStoreUID] != string(found.spec.uid) {
+		// Someone else's Secret, or another store's: the store left it
+		// as it is, and the pods must not read it.
+		return fail(v1alpha1.ReasonCredentialsSecretConflict, (&secretConflictError{secret: nn, owner: found.spec.requester()}).Error())
 	}
 	if found.spec.isolation == v1alpha1.IsolationACL && rd.dl.Spec.FailoverQuarantine() && meta.GetAnnotations()[annotationQuarantineRights] != "true" {
 		return fail(v1alpha1.ReasonCredentialsNotProvisioned, fmt.Sprintf("%s has not yet given namespace %s's Redis user INFO server and replication, which the failover quarantine's scripts read", found.spec.requester(), ns))

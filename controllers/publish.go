@@ -7,6 +7,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/redlease/redlease/api/v1alpha1"
@@ -33,8 +35,12 @@ func (r *DistributedLockReconciler) publishInline(ctx context.Context, rd *round
 		rd.fail(v1alpha1.ReasonSecretUnavailable, err.Error())
 		return
 	}
-	name := credentialsSecretName(rd.store)
+	name := podrbac.LockSecretName(rd.dl)
 	if err := r.writeCredentials(ctx, rd.store, rd.dl.Namespace, name, data, nil); err != nil {
+		rd.fail(credentialsFailureReason(err), err.Error())
+		return
+	}
+	if err := r.deleteOtherInlineSecrets(ctx, rd.store, name); err != nil {
 		rd.fail(v1alpha1.ReasonCredentialsNotProvisioned, err.Error())
 		return
 	}
@@ -86,10 +92,49 @@ func storeMasters(st *v1alpha1.LockStoreStatus) []string {
 	return out
 }
 
-// credentialsSecretName is the name of the Secret a store (or inline lock)
-// writes in each namespace it serves (podrbac.SecretName).
-func credentialsSecretName(st *storeSpec) string {
-	return podrbac.SecretName(v1alpha1.StoreKind(st.kind), st.name)
+// secretConflictError: a Secret of the name a lock's pods read exists and
+// was not written by the controller for the lock's store (or inline lock):
+// someone else's Secret, or another store's. It is never overwritten.
+type secretConflictError struct {
+	secret types.NamespacedName
+	owner  string
+}
+
+func (e *secretConflictError) Error() string {
+	return fmt.Sprintf("the Secret %s exists and was not written by redlease for %s: it is left as it is; delete it, or name another Secret in spec.credentialsSecretName", e.secret, e.owner)
+}
+
+// credentialsFailureReason is the Ready reason of a credentials Secret that
+// could not be written: CredentialsSecretConflict for a Secret that is not
+// the controller's, else CredentialsNotProvisioned.
+func credentialsFailureReason(err error) string {
+	if _, ok := errors.AsType[*secretConflictError](err); ok {
+		return v1alpha1.ReasonCredentialsSecretConflict
+	}
+	return v1alpha1.ReasonCredentialsNotProvisioned
+}
+
+// deleteOtherInlineSecrets deletes the credentials Secrets an inline lock
+// wrote under another name than keep (spec.credentialsSecretName changed):
+// nothing else reads them, a lock's Secret being its own.
+func (r *DistributedLockReconciler) deleteOtherInlineSecrets(ctx context.Context, st *storeSpec, keep string) error {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := r.kube.List(ctx, &list, client.InNamespace(st.namespace), client.MatchingLabels{v1alpha1.LabelStoreUID: string(st.uid)}); err != nil {
+		return fmt.Errorf("listing the credentials Secrets of %s: %w", st.requester(), err)
+	}
+	for i := range list.Items {
+		m := &list.Items[i]
+		if m.Name == keep {
+			continue
+		}
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
+		if err := r.kube.Delete(ctx, sec); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the credentials Secret %s/%s the lock no longer names: %w", m.Namespace, m.Name, err)
+		}
+		logf.FromContext(ctx).Info("credentials Secret deleted: the lock names another", "secret", m.Namespace+"/"+m.Name)
+	}
+	return nil
 }
 
 // podCredentials is the credentials Secret's data for auth: its user and
@@ -176,7 +221,7 @@ func (r *DistributedLockReconciler) writeCredentials(ctx context.Context, st *st
 		return fmt.Errorf("reading the credentials Secret %s: %w", nn, err)
 	}
 	if cur.Labels[v1alpha1.LabelStoreUID] != string(st.uid) {
-		return fmt.Errorf("the Secret %s exists and was not written for %s: delete or rename it", nn, st.requester())
+		return &secretConflictError{secret: nn, owner: st.requester()}
 	}
 	want := cur.DeepCopy()
 	want.Data = data

@@ -69,18 +69,41 @@ func TestSecrets(t *testing.T) {
 
 // TestASecretTheControllerDidNotWriteIsNeverOverwritten: a Secret already
 // named like an inline lock's credentials Secret, without the store's label,
-// stays as it was, and the lock reports CredentialsNotProvisioned.
+// stays as it was, and the lock reports CredentialsSecretConflict.
 func TestASecretTheControllerDidNotWriteIsNeverOverwritten(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOptions{})
 	srv := redistest.StartStandalone(t)
 	h.createSecret("redlease-lock-squat", map[string]string{"password": "someone else's"})
 	h.create("squat", standaloneSpec(srv.Addr()))
-	h.waitFor("squat", "CredentialsNotProvisioned", func(dl *v1alpha1.DistributedLock) error {
-		return hasCondition(dl, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonCredentialsNotProvisioned)
+	h.waitFor("squat", "CredentialsSecretConflict", func(dl *v1alpha1.DistributedLock) error {
+		return hasCondition(dl, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonCredentialsSecretConflict)
 	})
 	s := &corev1Secret{}
 	if err := h.c.Get(h.ctx(), key(h.ns, "redlease-lock-squat"), s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Data) != 1 || string(s.Data["password"]) != "someone else's" {
+		t.Errorf("the Secret the controller did not write was overwritten: %v", s.Data)
+	}
+}
+
+// TestAForeignSecretUnderAStoresNameIsNotPublished: a Secret someone else
+// created under the name a LockStore derives for its namespace stays as it
+// was, and the lock on the store is CredentialsSecretConflict. Before, the
+// store failed to write it (TenantsProvisioned False) but the lock, which
+// only checked that a Secret of that name existed, was Ready and published
+// it to its pods.
+func TestAForeignSecretUnderAStoresNameIsNotPublished(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{})
+	srv := redistest.StartStandalone(t)
+	h.createSecret("redlease-lockstore-team", map[string]string{"password": "someone else's"})
+	h.createStore(t, "team", srv.Addr())
+	h.create("job", onStore(v1alpha1.StoreKindLockStore, "team", "job"))
+	h.waitFor("job", "CredentialsSecretConflict", notReadyBecause(v1alpha1.ReasonCredentialsSecretConflict))
+	s := &corev1Secret{}
+	if err := h.c.Get(h.ctx(), key(h.ns, "redlease-lockstore-team"), s); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.Data) != 1 || string(s.Data["password"]) != "someone else's" {

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/podrbac"
 	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redisacl"
 )
@@ -53,7 +54,7 @@ func (s *StoreReconciler) provisionTenants(ctx context.Context, rd *round, so st
 		if acl {
 			perr = s.provisionACLTenant(ctx, rd, so, ns, nodes)
 		} else {
-			perr = s.provisionSharedTenant(ctx, rd, ns.name)
+			perr = s.provisionSharedTenant(ctx, rd, ns)
 		}
 		if perr != nil {
 			if reason == "" || errors.Is(perr, redisacl.ErrACLUnavailable) {
@@ -127,6 +128,10 @@ type tenant struct {
 	// failover quarantine, whose scripts read INFO server and
 	// replication: only such a namespace's Redis user may.
 	quarantine bool
+	// secrets are the names of the credentials Secrets its locks on the
+	// store read (podrbac.LockSecretName), sorted: each holds the same
+	// credentials, those of the namespace's one user.
+	secrets []string
 }
 
 // tenantNamespaces are the namespaces with locks on the store that the
@@ -143,10 +148,14 @@ func (s *StoreReconciler) tenantNamespaces(ctx context.Context, so storeObject) 
 	}
 	ttl := map[string]time.Duration{}
 	quarantine := map[string]bool{}
+	secrets := map[string][]string{}
 	for i := range locks.Items {
 		dl := &locks.Items[i]
 		ttl[dl.Namespace] = max(ttl[dl.Namespace], dl.Spec.TTLOrDefault())
 		quarantine[dl.Namespace] = quarantine[dl.Namespace] || dl.Spec.FailoverQuarantine()
+		if name := podrbac.LockSecretName(dl); !slices.Contains(secrets[dl.Namespace], name) {
+			secrets[dl.Namespace] = append(secrets[dl.Namespace], name)
+		}
 	}
 	var out []tenant
 	for ns, t := range ttl {
@@ -159,7 +168,8 @@ func (s *StoreReconciler) tenantNamespaces(ctx context.Context, so storeObject) 
 				continue
 			}
 		}
-		out = append(out, tenant{name: ns, longestTTL: t, quarantine: quarantine[ns]})
+		slices.Sort(secrets[ns])
+		out = append(out, tenant{name: ns, longestTTL: t, quarantine: quarantine[ns], secrets: secrets[ns]})
 	}
 	slices.SortFunc(out, func(a, b tenant) int { return strings.Compare(a.name, b.name) })
 	return out, nil
@@ -184,12 +194,26 @@ func (r *DistributedLockReconciler) namespaceAllowed(ctx context.Context, t *v1a
 
 // provisionSharedTenant writes the store's clientAuth into the namespace
 // (LockStores, and ClusterLockStores with isolation None).
-func (s *StoreReconciler) provisionSharedTenant(ctx context.Context, rd *round, ns string) error {
+func (s *StoreReconciler) provisionSharedTenant(ctx context.Context, rd *round, t tenant) error {
 	data, err := s.podCredentials(ctx, rd.store, rd.store.clientAuth)
 	if err != nil {
 		return err
 	}
-	return s.writeCredentials(ctx, rd.store, ns, credentialsSecretName(rd.store), data, nil)
+	return s.writeTenantSecrets(ctx, rd.store, t, data, nil)
+}
+
+// writeTenantSecrets writes the same credentials under every name the
+// tenant's locks read. A name whose Secret is not the store's is skipped:
+// the locks that name it report CredentialsSecretConflict, and the store
+// does not fail for a tenant's choice.
+func (s *StoreReconciler) writeTenantSecrets(ctx context.Context, st *storeSpec, t tenant, data map[string][]byte, annotations map[string]string) error {
+	for _, name := range t.secrets {
+		err := s.writeCredentials(ctx, st, t.name, name, data, annotations)
+		if _, conflict := errors.AsType[*secretConflictError](err); err != nil && !conflict {
+			return err
+		}
+	}
+	return nil
 }
 
 // aclNodes are the data servers a tenant user must exist on (masters and
@@ -216,8 +240,7 @@ func (s *StoreReconciler) provisionACLTenant(ctx context.Context, rd *round, so 
 	if len(nodes) == 0 {
 		return errors.New("no node answered")
 	}
-	name := credentialsSecretName(so.spec)
-	prev, err := s.secretWithMeta(ctx, types.NamespacedName{Namespace: ns, Name: name})
+	prev, err := s.tenantSecrets(ctx, so.spec, t)
 	if err != nil {
 		return err
 	}
@@ -252,7 +275,7 @@ func (s *StoreReconciler) provisionACLTenant(ctx context.Context, rd *round, so 
 	data[v1alpha1.CredentialsPassword] = []byte(pw.passwords.Current)
 	annotations := pw.annotations()
 	annotations[annotationQuarantineRights] = strconv.FormatBool(t.quarantine)
-	if err := s.writeCredentials(ctx, so.spec, ns, name, data, annotations); err != nil {
+	if err := s.writeTenantSecrets(ctx, so.spec, t, data, annotations); err != nil {
 		return err
 	}
 	s.rotations.put(rk, pw.record)
@@ -276,16 +299,38 @@ type existingSecret struct {
 	annotations map[string]string
 }
 
-// secretWithMeta reads a Secret's data and annotations, uncached.
-func (s *StoreReconciler) secretWithMeta(ctx context.Context, nn types.NamespacedName) (existingSecret, error) {
-	var sec corev1.Secret
-	if err := s.apiReader.Get(ctx, nn, &sec); err != nil {
-		if apierrors.IsNotFound(err) {
-			return existingSecret{}, nil
+// tenantSecrets is what the tenant's credentials Secrets hold now, read
+// uncached: those the store wrote, never another's (its password would
+// become the tenant user's). The data and the controller's annotations
+// come from the first with a password (they are copies: a tenant who
+// edits one only decides which password the next write copies), the
+// rotate requests from all of them, so that a request on any one
+// rotates the namespace's user.
+func (s *StoreReconciler) tenantSecrets(ctx context.Context, st *storeSpec, t tenant) (existingSecret, error) {
+	out := existingSecret{annotations: map[string]string{}}
+	var requests []string
+	for _, name := range t.secrets {
+		nn := types.NamespacedName{Namespace: t.name, Name: name}
+		var sec corev1.Secret
+		if err := s.apiReader.Get(ctx, nn, &sec); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return existingSecret{}, fmt.Errorf("reading the credentials Secret %s: %w", nn, err)
 		}
-		return existingSecret{}, fmt.Errorf("reading the credentials Secret %s: %w", nn, err)
+		if sec.Labels[v1alpha1.LabelStoreUID] != string(st.uid) {
+			continue
+		}
+		if out.data == nil && len(sec.Data[v1alpha1.CredentialsPassword]) > 0 {
+			out.data = sec.Data
+			out.annotations[annotationRotated] = sec.Annotations[annotationRotated]
+		}
+		if r := sec.Annotations[v1alpha1.AnnotationRotate]; r != "" && !slices.Contains(requests, r) {
+			requests = append(requests, r)
+		}
 	}
-	return existingSecret{data: sec.Data, annotations: sec.Annotations}, nil
+	out.annotations[v1alpha1.AnnotationRotate] = strings.Join(requests, ",")
+	return out, nil
 }
 
 // pruneUsers deletes, on every node that answers, the users with the
@@ -305,8 +350,9 @@ func (s *StoreReconciler) pruneUsers(ctx context.Context, rd *round, keep map[st
 }
 
 // deleteStaleSecrets deletes the credentials Secrets the store wrote in
-// namespaces that are no longer its tenants, and those under a name it no
-// longer writes (an older credentialsSecretName).
+// namespaces that are no longer its tenants, and those under a name no
+// lock of the namespace reads any more (a lock deleted or renaming its
+// spec.credentialsSecretName, or an older derivation).
 func (s *StoreReconciler) deleteStaleSecrets(ctx context.Context, st *storeSpec, tenants []tenant) error {
 	var list metav1.PartialObjectMetadataList
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
@@ -320,7 +366,7 @@ func (s *StoreReconciler) deleteStaleSecrets(ctx context.Context, st *storeSpec,
 	var errs []error
 	for i := range list.Items {
 		m := &list.Items[i]
-		if m.Name == credentialsSecretName(st) && slices.ContainsFunc(tenants, func(t tenant) bool { return t.name == m.Namespace }) {
+		if slices.ContainsFunc(tenants, func(t tenant) bool { return t.name == m.Namespace && slices.Contains(t.secrets, m.Name) }) {
 			continue
 		}
 		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}

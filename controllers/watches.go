@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/podrbac"
 )
 
 // Field indexes on DistributedLocks, so that a change of a Service,
@@ -120,12 +121,11 @@ func serviceIndex(o client.Object) []string {
 }
 
 // secretIndex names the Secrets a lock reads: those its inline spec
-// references, and the credentials Secret its store writes for it.
+// references, or the credentials Secret its store writes for it.
 func secretIndex(o client.Object) []string {
 	dl := o.(*v1alpha1.DistributedLock)
-	if ref := dl.Spec.StoreRef; ref != nil {
-		st := &storeSpec{kind: string(ref.Kind), name: ref.Name}
-		return []string{credentialsSecretName(st)}
+	if dl.Spec.StoreRef != nil {
+		return []string{podrbac.LockSecretName(dl)}
 	}
 	var names []string
 	for _, ref := range inlineStore(dl).secretRefs() {
@@ -251,11 +251,25 @@ func (s *StoreReconciler) storesWhere(match func(*storeSpec) bool) handler.MapFu
 // storesForSecret maps a Secret to the stores that read it (their spec
 // references it) or wrote it (a tenant's credentials Secret, labelled with
 // the store's UID): not every Secret change reconciles every store.
+//
+// A Secret a lock on the store names (spec.credentialsSecretName) maps to
+// the store too: a foreign Secret of that name deleted, the store writes
+// its own at once.
 func (s *StoreReconciler) storesForSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	nn := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 	uid := types.UID(o.GetLabels()[v1alpha1.LabelStoreUID])
+	named := map[string]bool{}
+	var locks v1alpha1.DistributedLockList
+	if err := s.kube.List(ctx, &locks, client.InNamespace(nn.Namespace), client.MatchingFields{indexSecret: nn.Name}); err != nil {
+		logf.FromContext(ctx).Error(err, "listing DistributedLocks by index", "index", indexSecret, "value", nn.Name)
+	}
+	for i := range locks.Items {
+		if ref := locks.Items[i].Spec.StoreRef; ref != nil && ref.Kind == s.kind {
+			named[ref.Name] = true
+		}
+	}
 	return s.storesWhere(func(st *storeSpec) bool {
-		return uid != "" && st.uid == uid || slices.Contains(st.secretRefs(), nn)
+		return uid != "" && st.uid == uid || slices.Contains(st.secretRefs(), nn) || named[st.name] && (st.namespace == "" || st.namespace == nn.Namespace)
 	})(ctx, o)
 }
 

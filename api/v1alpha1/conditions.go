@@ -212,6 +212,13 @@ const (
 	// written the credentials Secret of the lock's namespace.
 	ReasonCredentialsNotProvisioned = "CredentialsNotProvisioned"
 
+	// ReasonCredentialsSecretConflict (Ready False, and a Warning Event):
+	// a Secret of the name the lock's pods read (spec.credentialsSecretName
+	// or the derived one) exists and was not written by the controller for
+	// the lock's store (or inline lock): someone else's, or another
+	// store's. It is never overwritten.
+	ReasonCredentialsSecretConflict = "CredentialsSecretConflict"
+
 	// ReasonTenantsProvisioned (TenantsProvisioned True): every tenant
 	// namespace has its credentials (and ACL user).
 	ReasonTenantsProvisioned = "TenantsProvisioned"

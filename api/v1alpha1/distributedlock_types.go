@@ -79,6 +79,7 @@ const DefaultTTL = 30 * time.Second
 // +kubebuilder:validation:XValidation:rule="!has(self.fairness) || self.fairness != 'FIFO' || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".fairness",reason="FieldValueForbidden",message="fairness FIFO needs the waiting line, which Redlock does not have (the line would need a quorum of its own): use Default with Redlock"
 // +kubebuilder:validation:XValidation:rule="!has(self.maxHold) || !self.maxHold.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (has(self.ttl) && !self.ttl.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$')) || duration(self.maxHold) > duration(has(self.ttl) ? self.ttl : '30s')",fieldPath=".maxHold",messageExpression=`'must be longer than ttl (maxHold %s, ttl %s): the acquisition alone holds the lock for ttl, so a cap no longer than that would never let a renewal happen; shorten ttl instead'.format([self.maxHold, has(self.ttl) ? self.ttl : '30s'])`,message="must be longer than ttl: the acquisition alone holds the lock for ttl, so a cap no longer than that would never let a renewal happen; shorten ttl instead"
 // +kubebuilder:validation:XValidation:rule="!has(self.permits) || self.permits == 1 || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".permits",reason="FieldValueForbidden",message="permits above 1 need one Redis deployment: on Redlock a majority of nodes per holder does not bound the holders (3 nodes, 2 permits: holders {a,b}, {a,c}, {b,c} give three holders a majority each); use 1 with Redlock"
+// +kubebuilder:validation:XValidation:rule=`!has(self.credentialsSecretName) || !has(self.redis) || [has(self.redis.passwordSecretRef) ? self.redis.passwordSecretRef.name : "", has(self.redis.sentinel) && has(self.redis.sentinel.passwordSecretRef) ? self.redis.sentinel.passwordSecretRef.name : "", has(self.redis.tls) && has(self.redis.tls.caSecretRef) ? self.redis.tls.caSecretRef.name : "", has(self.redis.tls) && has(self.redis.tls.clientCertSecretRef) ? self.redis.tls.clientCertSecretRef.name : "", has(self.controllerAuth) && has(self.controllerAuth.passwordSecretRef) ? self.controllerAuth.passwordSecretRef.name : ""].all(n, n != self.credentialsSecretName)`,fieldPath=".credentialsSecretName",reason="FieldValueInvalid",messageExpression=`'names ' + strings.quote(self.credentialsSecretName) + ', a Secret this lock reads (spec.redis or spec.controllerAuth): the controller writes the credentials Secret itself and never overwrites one it did not write; choose another name'`,message="names a Secret this lock reads (spec.redis or spec.controllerAuth): the controller writes the credentials Secret itself and never overwrites one it did not write; choose another name"
 type DistributedLockSpec struct {
 	// key is the Redis key of the lock. The fence counter is {key}:fence and
 	// the event channel {key}:events, so that all three hash to one Redis
@@ -131,6 +132,26 @@ type DistributedLockSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$')",message="must be a duration such as 30m, 1h or 1h30m"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || duration(self) <= duration('24h')",message="must be at most 24h"
 	MaxHold *metav1.Duration `json:"maxHold,omitempty"`
+
+	// credentialsSecretName is the name of the credentials Secret the
+	// controller writes in this namespace for the lock's pods (username,
+	// password, ca.crt, ...) and names in status.credentialsSecretRef, so
+	// that the pods' Role can name it before the controller ran. Absent ⇒
+	// the name derived from the store (redlease-<store>,
+	// redlease-lockstore-<store>) or, inline, from the lock
+	// (redlease-lock-<name>). Locks of one namespace on one store share
+	// one Redis user: each name they choose holds the same credentials.
+	// The prefix "redlease-" is reserved for the derived names. A Secret
+	// of that name that the controller did not write for this lock's
+	// store is never overwritten: the lock is not Ready
+	// (CredentialsSecretConflict). A change writes the new Secret; the
+	// old one is deleted once no lock names it.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be a Secret name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('redlease-')",message="must not start with 'redlease-': that prefix is reserved for the names the controller derives (omit credentialsSecretName to get the derived one)"
+	CredentialsSecretName string `json:"credentialsSecretName,omitempty"`
 
 	// storeRef names the LockStore (of this namespace) or ClusterLockStore
 	// the lock lives on. Exclusive with redis. Immutable.

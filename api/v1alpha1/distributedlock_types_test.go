@@ -68,6 +68,7 @@ func TestInvalidRefused(t *testing.T) {
 	svc := obj{"name": "redis", "port": 6379}
 	secret := obj{"name": "redis-auth", "key": "password"}
 	three := list("r-0:6379", "r-1:6379", "r-2:6379")
+	store := obj{"kind": "ClusterLockStore", "name": "shared"}
 
 	cases := []struct {
 		name  string
@@ -287,6 +288,36 @@ func TestInvalidRefused(t *testing.T) {
 			"spec.key", "must be at most 512 bytes long (UTF-8)"},
 		{"username with a space", obj{"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "username": "lock user", "passwordSecretRef": secret}},
 			"spec.redis.username", "must not contain whitespace"},
+
+		// The credentials Secret's name (issue 41): a Secret name, never
+		// a derived one (another store's or inline lock's), never a
+		// Secret the inline lock itself reads.
+		{"credentials Secret with capitals", obj{"credentialsSecretName": "Billing-Redis", "storeRef": store},
+			"spec.credentialsSecretName", "must be a Secret name: lower-case letters, digits, '-' and '.'"},
+		{"credentials Secret with a slash", obj{"credentialsSecretName": "billing/redis", "storeRef": store},
+			"spec.credentialsSecretName", "must be a Secret name"},
+		{"credentials Secret ending in a dash", obj{"credentialsSecretName": "billing-", "storeRef": store},
+			"spec.credentialsSecretName", "must be a Secret name"},
+		{"credentials Secret of 254 characters", obj{"credentialsSecretName": strings.Repeat("s", 254), "storeRef": store},
+			"spec.credentialsSecretName", "may not be more than 253"},
+		{"empty credentials Secret", obj{"credentialsSecretName": "", "storeRef": store},
+			"spec.credentialsSecretName", "at least 1 chars long"},
+		{"credentials Secret under the derived prefix", obj{"credentialsSecretName": "redlease-shared", "storeRef": store},
+			"spec.credentialsSecretName", "must not start with 'redlease-': that prefix is reserved for the names the controller derives"},
+		{"credentials Secret named like another inline lock's", obj{"credentialsSecretName": "redlease-lock-other", "redis": standalone()}, //nolint:gosec // G101: a Secret name, not a credential
+			"spec.credentialsSecretName", "that prefix is reserved"},
+		{"credentials Secret that is the lock's password Secret", obj{"credentialsSecretName": "redis-auth",
+			"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "passwordSecretRef": secret}},
+			"spec.credentialsSecretName", `names "redis-auth", a Secret this lock reads (spec.redis or spec.controllerAuth): the controller writes the credentials Secret itself and never overwrites one it did not write`},
+		{"credentials Secret that is the lock's CA", obj{"credentialsSecretName": "redis-ca",
+			"redis": obj{"mode": "Standalone", "addresses": list("redis:6380"), "tls": obj{"enabled": true, "caSecretRef": obj{"name": "redis-ca", "key": "ca.crt"}}}},
+			"spec.credentialsSecretName", `names "redis-ca", a Secret this lock reads`},
+		{"credentials Secret that is the controller's password Secret", obj{"credentialsSecretName": "redis-admin",
+			"redis": standalone(), "controllerAuth": obj{"passwordSecretRef": obj{"name": "redis-admin", "key": "password"}}},
+			"spec.credentialsSecretName", `names "redis-admin", a Secret this lock reads`},
+		{"credentials Secret that is the sentinels' password Secret", obj{"credentialsSecretName": "sentinel-auth",
+			"redis": obj{"mode": "Sentinel", "sentinel": obj{"masterName": "m", "addresses": list("s-0:26379"), "passwordSecretRef": obj{"name": "sentinel-auth", "key": "password"}}}},
+			"spec.credentialsSecretName", `names "sentinel-auth", a Secret this lock reads`},
 	}
 	if len(cases) < 25 {
 		t.Fatalf("only %d invalid cases", len(cases))
@@ -383,6 +414,11 @@ func TestValidAccepted(t *testing.T) {
 			"redlock-0.redlock:6379", "redlock-1.redlock:6379", "redlock-2.redlock:6379", "redlock-3.redlock:6379",
 			"redlock-4.redlock:6379", "redlock-5.redlock:6379", "redlock-6.redlock:6379")}}},
 		{"explicit zero replica counts on standalone", obj{"redis": standalone(), "safety": obj{"minReplicasToWrite": 0, "waitForReplicas": 0}}},
+		{"credentials Secret on a store", obj{"credentialsSecretName": "billing-redis", "storeRef": obj{"kind": "ClusterLockStore", "name": "shared"}}},
+		{"credentials Secret of 253 characters with dots", obj{"credentialsSecretName": strings.Repeat("a.", 126) + "b", "storeRef": obj{"kind": "LockStore", "name": "redis"}}},
+		{"credentials Secret beside the Secrets an inline lock reads", obj{"credentialsSecretName": "settlement-redis",
+			"redis": obj{"mode": "Standalone", "addresses": list("redis:6379"), "passwordSecretRef": secret}, "controllerAuth": obj{"passwordSecretRef": obj{"name": "redis-admin", "key": "password"}}}},
+		{"credentials Secret containing the reserved prefix later", obj{"credentialsSecretName": "billing-redlease-redis", "redis": standalone()}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

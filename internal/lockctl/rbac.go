@@ -24,26 +24,49 @@ import (
 
 // newRBACCommand prints the Role and RoleBinding a pod's ServiceAccount
 // needs to take the given locks, the credentials Secrets read from their
-// status: nobody has to guess the controller's Secret names.
+// status, or from their spec (podrbac.LockSecretName) before the
+// controller ran or with -f from manifests: nobody has to guess the
+// controller's Secret names.
 func newRBACCommand(stdout io.Writer) *cobra.Command {
 	var (
 		kube kubeFlags
 		sa   string
+		file string
 	)
 	cmd := &cobra.Command{
-		Use:   "rbac [NAMESPACE/]NAME... --service-account SA [-n NS]",
+		Use:   "rbac ([NAMESPACE/]NAME... | -f FILE [NAME...]) --service-account SA [-n NS]",
 		Short: "Print the Role and RoleBinding a ServiceAccount needs to take these DistributedLocks (kubectl apply -f -)",
 		Long: `Print, as YAML for kubectl apply -f -, the Role a pod needs to take the
 given DistributedLocks through pkg/kube or lockctl --lock (get, list and
 watch DistributedLocks; get the credentials Secrets their
 status.credentialsSecretRef names, and no other Secret), and a RoleBinding
-of it to --service-account. The locks must be in one namespace and have
-been reconciled: the Secret names come from their status.`,
-		Example: `  lockctl rbac nightly-settlement -n billing --service-account settle | kubectl apply -f -`,
-		Args:    usage(cobra.MinimumNArgs(1)),
+of it to --service-account. The locks must be in one namespace. A lock
+not reconciled yet gets the Secret its spec names
+(spec.credentialsSecretName, else the name derived from its store), which
+the controller will write.
+
+With -f FILE ("-": stdin) the locks are read from manifests, with no API
+server: every DistributedLock in the file (other kinds are skipped; a List
+is read item by item), or those named. The Role is the one the reconciled
+locks would give, so it can be committed beside them (GitOps).`,
+		Example: `  lockctl rbac nightly-settlement -n billing --service-account settle | kubectl apply -f -
+  lockctl rbac -f billing/locks.yaml --service-account settle > billing/lock-role.yaml`,
+		Args: usage(func(cmd *cobra.Command, args []string) error {
+			if file != "" {
+				return nil
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if sa == "" {
 				return exit(ExitUsage, errors.New("--service-account is required: the ServiceAccount of the pods that take the locks"))
+			}
+			if file != "" {
+				ns, secrets, err := rbacFromFile(file, kube.namespace, args, cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				return printRBAC(stdout, ns, sa, secrets)
 			}
 			ns, names, err := lockNames(&kube, args)
 			if err != nil {
@@ -67,8 +90,12 @@ been reconciled: the Secret names come from their status.`,
 				if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: name}, &dl); err != nil {
 					return fmt.Errorf("DistributedLock %s/%s: %w", ns, name, err)
 				}
-				if ref := dl.Status.CredentialsSecretRef; ref != nil && !slices.Contains(secrets, ref.Name) {
-					secrets = append(secrets, ref.Name)
+				name := podrbac.LockSecretName(&dl)
+				if ref := dl.Status.CredentialsSecretRef; ref != nil {
+					name = ref.Name
+				}
+				if !slices.Contains(secrets, name) {
+					secrets = append(secrets, name)
 				}
 			}
 			return printRBAC(stdout, ns, sa, secrets)
@@ -76,6 +103,7 @@ been reconciled: the Secret names come from their status.`,
 	}
 	kube.register(cmd.Flags())
 	cmd.Flags().StringVar(&sa, "service-account", "", "the ServiceAccount of the pods that take the locks (in the locks' namespace)")
+	cmd.Flags().StringVarP(&file, "filename", "f", "", `read the DistributedLocks from this manifest file ("-": stdin) instead of the API server`)
 	return cmd
 }
 

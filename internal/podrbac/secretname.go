@@ -49,3 +49,18 @@ func SecretName(kind v1alpha1.StoreKind, name string) string {
 	sum := sha256.Sum256([]byte(full))
 	return strings.TrimRight(full[:maxSecretName-11], ".-") + "-" + hex.EncodeToString(sum[:])[:10]
 }
+
+// LockSecretName is the credentials Secret the pods of dl read:
+// spec.credentialsSecretName when set, else the name SecretName derives
+// from its store, or for an inline lock from the lock. The controller
+// writes under it and `lockctl rbac` grants it from a manifest with no
+// status (TestRBACFromAManifestMatchesTheReconciledLock).
+func LockSecretName(dl *v1alpha1.DistributedLock) string {
+	if dl.Spec.CredentialsSecretName != "" {
+		return dl.Spec.CredentialsSecretName
+	}
+	if ref := dl.Spec.StoreRef; ref != nil {
+		return SecretName(ref.Kind, ref.Name)
+	}
+	return SecretName("", dl.Name)
+}

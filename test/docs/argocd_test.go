@@ -23,6 +23,7 @@ var argoHealthCases = []struct{ script, fixture, status, message string }{
 	{"redlease.io_DistributedLock", "DistributedLock/stale_condition", "Progressing", "Waiting for the redlease controller to observe generation 3"},
 	{"redlease.io_DistributedLock", "DistributedLock/reconciling", "Progressing", "Reconciling: not checked: the servers were not reached"},
 	{"redlease.io_DistributedLock", "DistributedLock/credentials_not_provisioned", "Progressing", "CredentialsNotProvisioned: the credentials Secret shop/redlease-shared of ClusterLockStore shared is not written yet"},
+	{"redlease.io_DistributedLock", "DistributedLock/credentials_secret_conflict", "Degraded", "CredentialsSecretConflict: the Secret shop/shop-redis exists and was not written by redlease for ClusterLockStore/shared: it is left as it is; delete it, or name another Secret in spec.credentialsSecretName"},
 	{"redlease.io_DistributedLock", "DistributedLock/store_not_ready", "Degraded", "StoreNotReady: ClusterLockStore shared is not Ready (EndpointUnreachable: 10.0.3.17:6379: dial tcp 10.0.3.17:6379: connect: connection refused)"},
 	{"redlease.io_DistributedLock", "DistributedLock/unknown_reason", "Degraded", "SomethingNew: a reason added after this script was written"},
 	{"redlease.io_DistributedLock", "DistributedLock/quarantine_unsound", "Degraded", "QuarantineUnsound: the master 10.0.3.17:6379 has 2 replicas but min-replicas-to-write is 1: a partitioned old master keeping the others goes on granting after one is promoted"},

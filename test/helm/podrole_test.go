@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/redlease/redlease/api/v1alpha1"
@@ -64,8 +65,9 @@ func TestPodRole(t *testing.T) {
 
 // TestPodRoleGrantsTheSecretsOfItsLocks: podRole.locks grants each lock's
 // credentials Secret under the name the controller writes it
-// (podrbac.SecretName), for inline locks and locks on either kind of
-// store, long names hashed alike; the chart's ClusterLockStore gets the same
+// (podrbac.LockSecretName), for inline locks and locks on either kind of
+// store, long names hashed alike, or the name a lock chooses
+// (credentialsSecretName); the chart's ClusterLockStore gets the same
 // derivation. Before, the chart named ClusterLockStore "lock-x"'s Secret
 // "redlease-lock-x" (the controller writes "redlease-clusterlockstore-lock-x"),
 // refused long names, and lock names were not accepted at all.
@@ -77,8 +79,9 @@ func TestPodRoleGrantsTheSecretsOfItsLocks(t *testing.T) {
 		Name string             `json:"name"`
 	}
 	type lock struct {
-		Name     string `json:"name"`
-		StoreRef *ref   `json:"storeRef,omitempty"`
+		Name                  string `json:"name"`
+		StoreRef              *ref   `json:"storeRef,omitempty"`
+		CredentialsSecretName string `json:"credentialsSecretName,omitempty"`
 	}
 	locks := []lock{
 		{Name: "nightly"},
@@ -87,6 +90,8 @@ func TestPodRoleGrantsTheSecretsOfItsLocks(t *testing.T) {
 		{Name: "report", StoreRef: &ref{v1alpha1.StoreKindLockStore, long}},
 		{Name: "audit", StoreRef: &ref{v1alpha1.StoreKindClusterLockStore, "lockstore-team"}},
 		{Name: "audit2", StoreRef: &ref{v1alpha1.StoreKindClusterLockStore, "clusterlockstore-lock-" + long[:200]}},
+		{Name: "chosen", StoreRef: &ref{v1alpha1.StoreKindClusterLockStore, "shared"}, CredentialsSecretName: "billing-redis"},
+		{Name: "chosen-inline", CredentialsSecretName: "settle-redis"},
 	}
 	const chartStore = "lock-x"
 	values := map[string]any{
@@ -104,11 +109,11 @@ func TestPodRoleGrantsTheSecretsOfItsLocks(t *testing.T) {
 	m := render(t, "-f", chartDir(t)+"/"+storesValues, "-f", file)
 	want := []string{podrbac.SecretName(v1alpha1.StoreKindClusterLockStore, chartStore)}
 	for _, l := range locks {
-		if l.StoreRef == nil {
-			want = append(want, podrbac.SecretName("", l.Name))
-		} else {
-			want = append(want, podrbac.SecretName(l.StoreRef.Kind, l.StoreRef.Name))
+		dl := v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Name: l.Name}, Spec: v1alpha1.DistributedLockSpec{CredentialsSecretName: l.CredentialsSecretName}}
+		if l.StoreRef != nil {
+			dl.Spec.StoreRef = &v1alpha1.StoreReference{Kind: l.StoreRef.Kind, Name: l.StoreRef.Name}
 		}
+		want = append(want, podrbac.LockSecretName(&dl))
 	}
 	r := into[rbacv1.Role](t, m.must("Role", "billing", podRoleName))
 	if w := podrbac.Rules(want...); !equalRules(r.Rules, w) {

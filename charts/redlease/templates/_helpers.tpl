@@ -205,8 +205,9 @@ Argument: dict "kind" "name".
 
 {{- /*
 redlease.podRoleSecrets: the Secrets podRole grants, as a YAML list: the
-chart's ClusterLockStore's, those of podRole.locks (each lock's store, or
-the lock itself when inline) and podRole.secretNames.
+chart's ClusterLockStore's, those of podRole.locks (the name a lock chooses
+in credentialsSecretName, else derived from its store, or from the lock
+itself when inline: podrbac.LockSecretName) and podRole.secretNames.
 */}}
 {{- define "redlease.podRoleSecrets" -}}
 {{- $names := list }}
@@ -214,7 +215,9 @@ the lock itself when inline) and podRole.secretNames.
 {{- $names = append $names (include "redlease.secretName" (dict "kind" "ClusterLockStore" "name" .Values.clusterLockStore.name)) }}
 {{- end }}
 {{- range .Values.podRole.locks }}
-{{- if .storeRef }}
+{{- if .credentialsSecretName }}
+{{- $names = append $names .credentialsSecretName }}
+{{- else if .storeRef }}
 {{- $names = append $names (include "redlease.secretName" (dict "kind" .storeRef.kind "name" .storeRef.name)) }}
 {{- else }}
 {{- $names = append $names (include "redlease.secretName" (dict "kind" "DistributedLock" "name" .name)) }}
