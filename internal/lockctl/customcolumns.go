@@ -25,7 +25,7 @@ import (
 type customColumns struct {
 	noHeaders bool
 	headers   []string
-	paths   []*jsonpath.JSONPath
+	paths     []*jsonpath.JSONPath
 }
 
 func parseCustomColumns(spec string, noHeaders bool) (*customColumns, error) {

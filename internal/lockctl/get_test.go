@@ -212,7 +212,7 @@ func TestGetOutputs(t *testing.T) {
 		}
 	}
 	for output, want := range map[string]string{
-		"name":                          "distributedlock.redlease.io/a\ndistributedlock.redlease.io/b\n",
+		"name":                            "distributedlock.redlease.io/a\ndistributedlock.redlease.io/b\n",
 		"jsonpath={.items[*].redis.held}": "true false",
 		"custom-columns=NAME:.metadata.name,HOLDER:.redis.holder,FENCE:.redis.fence": "NAME HOLDER FENCE\na holder-a " + strconv.FormatUint(fence, 10) + "\nb <none> 0",
 	} {
