@@ -49,9 +49,11 @@ func (k *kubeFlags) add(fs *pflag.FlagSet, namespace bool) {
 	fs.StringVar(&k.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "Path to the kubeconfig file to use for CLI requests (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config).")
 	names := clientcmd.RecommendedConfigOverrideFlags("")
 	names.AuthOverrideFlags.Username, names.AuthOverrideFlags.Password = clientcmd.FlagInfo{}, clientcmd.FlagInfo{}
+	names.ContextOverrideFlags.Namespace.Description = "namespace of the lock when it is named without one (default: the context's namespace, in a pod its own)"
 	if !namespace {
 		names.ContextOverrideFlags.Namespace = clientcmd.FlagInfo{}
 	}
+	names.CurrentContext.Description = "the kubeconfig context to use (default: its current-context)"
 	if k.readTimeout > 0 {
 		names.Timeout.Default = k.readTimeout.String()
 		names.Timeout.Description = "how long to wait for the API server and Redis, the whole command, before giving up (kubectl's flag: a duration, or a number of seconds; 0: no limit)"
