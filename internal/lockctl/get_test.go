@@ -32,6 +32,7 @@ type getLock struct {
 	notReady string // the Ready condition's reason when False; no connection published
 	holder   string // status.holder.identity
 	pod      string
+	permits  int32 // spec.permits: above 1, a semaphore
 }
 
 // publishLocks creates ls in ns with one credentials Secret holding
@@ -44,7 +45,7 @@ func publishLocks(t *testing.T, env *kubetest.Env, ns, password string, ls ...ge
 	}
 	for _, l := range ls {
 		dl := &v1alpha1.DistributedLock{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: l.name},
-			Spec: v1alpha1.DistributedLockSpec{StoreRef: &v1alpha1.StoreReference{Kind: v1alpha1.StoreKindClusterLockStore, Name: "shared"}}}
+			Spec: v1alpha1.DistributedLockSpec{Permits: l.permits, StoreRef: &v1alpha1.StoreReference{Kind: v1alpha1.StoreKindClusterLockStore, Name: "shared"}}}
 		if err := env.Client.Create(t.Context(), dl); err != nil {
 			t.Fatal(err)
 		}
@@ -115,9 +116,19 @@ func TestGet(t *testing.T) {
 	publishLocks(t, env, ns, "s3cret",
 		getLock{name: "held", addr: srv.Addr(), holder: "holder-1", pod: "web-0"},
 		getLock{name: "free", addr: srv.Addr()},
-		getLock{name: "pending", notReady: v1alpha1.ReasonStoreNotReady})
+		getLock{name: "pending", notReady: v1alpha1.ReasonStoreNotReady},
+		getLock{name: "sem", addr: srv.Addr(), permits: 9})
 	publishLocks(t, env, other, "s3cret", getLock{name: "elsewhere", addr: srv.Addr()})
 	fence := strconv.FormatUint(holdAs(t, srv, "s3cret", ns+"/held", "holder-1"), 10)
+	c := srv.Client(t)
+	c.Options().Password = "s3cret"
+	for i := range 5 {
+		lease, err := locktest.New(t, c, lock.WithIdentity("p"+strconv.Itoa(i)), lock.WithTTL(time.Minute)).Semaphore(ns+"/sem", 9).TryAcquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		locktest.ReleaseAtEnd(t, lease)
+	}
 
 	r := lockctl(t, "get", "-n", ns, "--kubeconfig", kubeconfig)
 	if r.code != 5 || !strings.Contains(r.stderr, ns+"/pending: could not read") {
@@ -128,14 +139,16 @@ func TestGet(t *testing.T) {
 		"held":    `^True Available holder-1 web-0 ` + fence + ` 0 [0-9.]+s \S+$`,
 		"free":    `^True Available - - 0 0 - \S+$`,
 		"pending": `^False ` + v1alpha1.ReasonStoreNotReady + ` \? \? \? \? \? \S+$`,
+		// A semaphore: its first holders, and how many more hold a permit.
+		"sem": `^True Available p0,p1,p2,\+2 more - \d+ 0 - \S+$`,
 	} {
 		row := rows[name]
 		if row == nil || !regexp.MustCompile(want).MatchString(strings.Join(row[1:], " ")) {
 			t.Errorf("row %s = %q, want %s; table:\n%s", name, row, want, r.stdout)
 		}
 	}
-	if len(rows) != 3 {
-		t.Errorf("%d rows, want the namespace's 3:\n%s", len(rows), r.stdout)
+	if len(rows) != 4 {
+		t.Errorf("%d rows, want the namespace's 4:\n%s", len(rows), r.stdout)
 	}
 
 	r = lockctl(t, "ls", "held", "free", "-n", ns, "--kubeconfig", kubeconfig, "-o", "wide", "--no-headers")

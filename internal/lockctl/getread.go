@@ -126,11 +126,12 @@ func (g *storeGroup) read(ctx context.Context, api client.Reader) error {
 }
 
 // readServer is one server's round: every key in one pipeline, the
-// waiting lines counted, not listed. The library's functions are called
+// waiting lines counted, not listed, the first holders of a semaphore
+// (the table names no more; Permits.Live counts them all). The library's functions are called
 // where the server has them (a tenant may be refused scripts).
 func readServer(ctx context.Context, c redis.UniversalClient, keys []string) ([]protocol.Read, []error) {
 	run := protocol.NewCaller(protocol.FunctionsAuto).On(c)
-	return protocol.ReadKeys(ctx, run, keys, protocol.ReadLimits{Permits: maxTableHolders + 1})
+	return protocol.ReadKeys(ctx, run, keys, protocol.ReadLimits{Permits: maxTableHolders})
 }
 
 // agree is key i as the servers read it: the one server's read, or for

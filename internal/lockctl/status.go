@@ -232,7 +232,8 @@ func (h *holding) holders(permits int) string {
 	for _, p := range h.Holders[:min(len(h.Holders), maxTableHolders)] {
 		ids = append(ids, orDash(p.Identity))
 	}
-	if more := len(h.Holders) - maxTableHolders; more > 0 {
+	// get reads the first holders only; PermitsHeld counts them all.
+	if more := max(len(h.Holders), h.PermitsHeld) - maxTableHolders; more > 0 {
 		ids = append(ids, fmt.Sprintf("+%d more", more))
 	}
 	return strings.Join(ids, ",")
