@@ -159,8 +159,21 @@ func TestGet(t *testing.T) {
 		t.Errorf("-o wide lacks the permits, node, store, mode or key:\n%s", r.stdout)
 	}
 
-	r = lockctl(t, "get", "-A", "--kubeconfig", kubeconfig)
-	rows = tableRows(t, r.stdout, "NAMESPACE", "NAME", "READY", "REASON", "HOLDER", "POD", "FENCE", "WAITERS", "TTL", "AGE")
+	checkGetAll(t, kubeconfig, ns, other)
+	if r := lockctl(t, "get", "nope", "-n", ns, "--kubeconfig", kubeconfig); r.code != 1 || !strings.Contains(r.stderr, `"nope" not found`) {
+		t.Errorf("get nope: exit %d, stderr %q; want 1, not found", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, "s3cret") || lockValue.MatchString(r.stdout) {
+		t.Error("get printed the password or a lock value")
+	}
+}
+
+// checkGetAll: get -A lists the locks of ns and other with a NAMESPACE
+// column, the not-Ready one's Redis columns ?, and exits non-zero.
+func checkGetAll(t *testing.T, kubeconfig, ns, other string) {
+	t.Helper()
+	r := lockctl(t, "get", "-A", "--kubeconfig", kubeconfig)
+	rows := tableRows(t, r.stdout, "NAMESPACE", "NAME", "READY", "REASON", "HOLDER", "POD", "FENCE", "WAITERS", "TTL", "AGE")
 	for _, k := range []string{ns + "/held", ns + "/free", ns + "/pending", other + "/elsewhere"} {
 		if rows[k] == nil {
 			t.Errorf("-A lacks %s:\n%s", k, r.stdout)
@@ -173,12 +186,6 @@ func TestGet(t *testing.T) {
 	}
 	if got := strings.Join(rows[ns+"/pending"][3:8], " "); got != "? ? ? ? ?" {
 		t.Errorf("-A: pending reads %q from Redis, want ? in each column:\n%s", got, r.stdout)
-	}
-	if r := lockctl(t, "get", "nope", "-n", ns, "--kubeconfig", kubeconfig); r.code != 1 || !strings.Contains(r.stderr, `"nope" not found`) {
-		t.Errorf("get nope: exit %d, stderr %q; want 1, not found", r.code, r.stderr)
-	}
-	if strings.Contains(r.stdout+r.stderr, "s3cret") || lockValue.MatchString(r.stdout) {
-		t.Error("get printed the password or a lock value")
 	}
 }
 
