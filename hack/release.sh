@@ -4,6 +4,8 @@
 #   manager-$V.tar, lockctl-$V.tar   multi-platform OCI image archives
 #   *.tar.digest                     their image index digests
 #   lockctl-$V-OS-ARCH               lockctl binaries
+#   kubectl-redlease-$V-OS-ARCH.tar.gz  lockctl as the kubectl plugin
+#   redlease.yaml                    its krew manifest
 #   redlease-${V#v}.tgz              the chart, version/appVersion $V, both
 #                                    images pinned by digest
 #   install.yaml                     Namespace, CRDs, RBAC, Deployment: the
@@ -73,6 +75,24 @@ for p in $LOCKCTL_PLATFORMS; do
 	if [ -x "$work/${p/\//-}/lockctl" ]; then cp "$work/${p/\//-}/lockctl" "$out"; else gobuild "$p" lockctl "$out"; fi
 	"$gosbom" -version "$VERSION" -out "$out.cdx.json" "$out"
 done
+
+# The kubectl plugin: lockctl as kubectl-redlease (it names itself so
+# when run by that name), in an archive per platform as krew installs it,
+# and krew's manifest (plugins/redlease.yaml) filled for them.
+krew=$dist/redlease.yaml
+sed -e '/^#/d' -e "s|KREW_VERSION|$VERSION|" -e '/^  platforms:$/q' "$root/plugins/redlease.yaml" >"$krew"
+for p in $LOCKCTL_PLATFORMS; do
+	archive=kubectl-redlease-$VERSION-${p/\//-}.tar.gz
+	mkdir -p "$work/plugin/$p" && cp "$dist/lockctl-$VERSION-${p/\//-}" "$work/plugin/$p/kubectl-redlease" && cp "$root/LICENSE" "$work/plugin/$p/"
+	tar -C "$work/plugin/$p" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - kubectl-redlease LICENSE | gzip -n >"$dist/$archive"
+	sum=$(sha256sum "$dist/$archive" | cut -d' ' -f1)
+	sed -n '/^  platforms:$/,$p' "$root/plugins/redlease.yaml" | tail -n +2 | sed -e "s|KREW_OS|${p%/*}|" -e "s|KREW_ARCH|${p#*/}|" \
+		-e "s|KREW_URI|https://github.com/redlease/redlease/releases/download/$VERSION/$archive|" -e "s|KREW_SHA256|$sum|" >>"$krew"
+done
+if grep -q KREW_ "$krew"; then
+	echo "release: plugins/redlease.yaml has a placeholder this script does not fill" >&2
+	exit 1
+fi
 
 # The chart: versioned as the release, both images under $REGISTRY, pinned
 # by digest.

@@ -62,7 +62,7 @@ locks would give, so it can be committed beside them (GitOps).`,
 				return exit(ExitUsage, errors.New("--service-account is required: the ServiceAccount of the pods that take the locks"))
 			}
 			if file != "" {
-				ns, secrets, err := rbacFromFile(file, kube.namespace, args, cmd.InOrStdin())
+				ns, secrets, err := rbacFromFile(file, kube.namespace(), args, cmd.InOrStdin())
 				if err != nil {
 					return err
 				}

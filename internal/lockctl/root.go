@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -27,7 +28,9 @@ objects: --kubeconfig, --context, -n), or directly on Redis (--redis URL
 --key K; several URLs mean Redlock over independent nodes).
 'lockctl check install' checks an installation of the operator, 'lockctl
 rbac' prints the Role a pod needs for its locks, 'lockctl version' the
-versions of lockctl and of what the cluster serves.
+versions of lockctl and of what the cluster serves, 'lockctl get' the
+locks of a namespace. Installed as kubectl-redlease (the release ships
+it), lockctl is the kubectl plugin 'kubectl redlease'.
 
 Exit codes: 0 success; 1 error (check: a check did not pass); 2 usage;
 3 lock held (--wait ran out; --conflict-exit-code); 4 lease lost while
@@ -37,6 +40,7 @@ otherwise the command's own exit code (128+N when killed by signal N).`,
 		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: displayName(os.Args[0])},
 	}
 	log := &redisLog{w: stderr}
 	root.PersistentFlags().CountVarP(&verbosity, "verbose", "v", "verbosity: -v writes every line go-redis logs (default: one line per Redis problem, naming the lock)")
@@ -47,7 +51,7 @@ otherwise the command's own exit code (128+N when killed by signal N).`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exit(ExitUsage, err) })
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(stderr, log), newStatusCommand(stdout, log), newAcquireCommand(stdout, log), newInstallCommand(stdout), newCheckCommand(stdout), newRBACCommand(stdout), newVersionCommand(stdout), newControllerUserCommand(stdout), newAgentCommand(stderr), newSidecarCommand(stdout), newReleaseCommand(stdout))
+	root.AddCommand(newRunCommand(stderr, log), newStatusCommand(stdout, log), newAcquireCommand(stdout, log), newInstallCommand(stdout), newCheckCommand(stdout), newRBACCommand(stdout), newVersionCommand(stdout), newControllerUserCommand(stdout), newAgentCommand(stderr), newSidecarCommand(stdout), newReleaseCommand(stdout), newGetCommand(stdout, stderr, log))
 	return root
 }
 

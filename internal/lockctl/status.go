@@ -68,14 +68,17 @@ type permitReport struct {
 	Pending bool `json:"pending,omitempty"`
 }
 
+// defaultReadTimeout is the default --request-timeout of status and get:
+// how long to wait for the API server and Redis together.
+const defaultReadTimeout = 10 * time.Second
+
 // maxTableHolders is how many of a semaphore's holders the table names.
 const maxTableHolders = 3
 
 func newStatusCommand(stdout io.Writer, log *redisLog) *cobra.Command {
 	var (
-		target         targetFlags
-		output         string
-		requestTimeout time.Duration
+		target = targetFlags{kube: kubeFlags{readTimeout: defaultReadTimeout}}
+		output string
 	)
 	cmd := &cobra.Command{
 		Use:   "status [NAMESPACE/NAME] [--redis URL --key K] [-o table|json] [--request-timeout D]",
@@ -100,6 +103,10 @@ status says so when it runs out.`,
 			}
 			if output != "table" && output != "json" {
 				return exit(ExitUsage, fmt.Errorf("-o %q: want table or json", output))
+			}
+			requestTimeout, err := target.kube.requestTimeout()
+			if err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			if requestTimeout > 0 {
@@ -138,7 +145,6 @@ status says so when it runs out.`,
 	}
 	target.register(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
-	cmd.Flags().DurationVar(&requestTimeout, "request-timeout", 10*time.Second, "how long to wait for the API server and Redis before giving up, as kubectl's flag (0: no limit)")
 	return cmd
 }
 
@@ -226,7 +232,8 @@ func (h *holding) holders(permits int) string {
 	for _, p := range h.Holders[:min(len(h.Holders), maxTableHolders)] {
 		ids = append(ids, orDash(p.Identity))
 	}
-	if more := len(h.Holders) - maxTableHolders; more > 0 {
+	// get reads the first holders only; PermitsHeld counts them all.
+	if more := max(len(h.Holders), h.PermitsHeld) - maxTableHolders; more > 0 {
 		ids = append(ids, fmt.Sprintf("+%d more", more))
 	}
 	return strings.Join(ids, ",")

@@ -229,8 +229,8 @@ func (f *targetFlags) lockName() (namespace, name string, err error) {
 	switch {
 	case name == "" || strings.Contains(name, "/") || (qualified && ns == ""):
 		return "", "", exit(ExitUsage, fmt.Errorf("--lock %q: want NAME or NAMESPACE/NAME", f.lock))
-	case qualified && f.kube.namespace != "" && f.kube.namespace != ns:
-		return "", "", exit(ExitUsage, fmt.Errorf("--lock %q is in namespace %s, -n says %s", f.lock, ns, f.kube.namespace))
+	case qualified && f.kube.namespace() != "" && f.kube.namespace() != ns:
+		return "", "", exit(ExitUsage, fmt.Errorf("--lock %q is in namespace %s, -n says %s", f.lock, ns, f.kube.namespace()))
 	case qualified:
 		return ns, name, nil
 	}

@@ -67,7 +67,7 @@ func newVersionCommand(stdout io.Writer) *cobra.Command {
 				switch {
 				case err == nil:
 					r.Server, serverErr = readServerVersions(cmd.Context(), cfg)
-				case kube.kubeconfig != "" || kube.context != "":
+				case kube.explicit():
 					serverErr = err
 				}
 			}

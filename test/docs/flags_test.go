@@ -43,7 +43,7 @@ func TestLockctlFlags(t *testing.T) {
 		t.Errorf("docs/lockctl.md does not document the lockctl flags %v", m)
 	}
 	// Other tools' flags docs/lockctl.md quotes in their commands.
-	others := map[string]bool{"--set": true, "--create-namespace": true, "--from-literal": true, "--from-file": true, "--patch-file": true}
+	others := map[string]bool{"--set": true, "--create-namespace": true, "--from-literal": true, "--from-file": true, "--patch-file": true, "--manifest": true}
 	var named []string
 	for _, m := range docFlag.FindAllStringSubmatch(page, -1) {
 		named = append(named, m[1])

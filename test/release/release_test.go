@@ -88,6 +88,7 @@ func TestArtifacts(t *testing.T) {
 		"manager-" + version + ".tar", "manager-" + version + ".tar.digest", "manager-" + version + ".tar.cdx.json",
 		"lockctl-" + version + ".tar", "lockctl-" + version + ".tar.digest", "lockctl-" + version + ".tar.cdx.json",
 		"lockctl-" + version + "-" + arch, "lockctl-" + version + "-" + arch + ".cdx.json",
+		"kubectl-redlease-" + version + "-" + arch + ".tar.gz", "redlease.yaml",
 		"redlease-" + strings.TrimPrefix(version, "v") + ".tgz", "install.yaml", "crds.yaml", "argocd-health.yaml", "samples-" + version + ".tar.gz", "SHA256SUMS",
 	} {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
