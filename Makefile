@@ -35,9 +35,12 @@ vet: ## go vet ./...
 # The modules golangci-lint checks, each with the one .golangci.yml at the root.
 LINT_MODULES := . bench hack/ocibuild test/monitoring
 
+# actionlint without shellcheck and pyflakes (-shellcheck= -pyflakes=): the
+# same verdict on every machine, whether or not those are installed.
 .PHONY: lint
-lint: vet ## golangci-lint (.golangci.yml) over the root module, bench/, hack/ocibuild and test/monitoring (waiting for another golangci-lint on the machine rather than failing); gofmt check; go vet.
-	@hack/install-tools.sh golangci-lint
+lint: vet ## golangci-lint (.golangci.yml) over the root module, bench/, hack/ocibuild and test/monitoring (waiting for another golangci-lint on the machine rather than failing); gofmt check; go vet; actionlint over .github/workflows.
+	@hack/install-tools.sh golangci-lint actionlint
+	$(BIN)/actionlint -shellcheck= -pyflakes=
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@rc=0; for m in $(LINT_MODULES); do \
 		echo "golangci-lint run ./... (in $$m)"; \
