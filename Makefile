@@ -203,6 +203,19 @@ release: ## make release VERSION=vX.Y.Z [REGISTRY=ghcr.io]: images (named REGIST
 		IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" LOCKCTL_PLATFORMS="$(LOCKCTL_PLATFORMS)" IMAGE_CA=$(IMAGE_CA) HELM=$(HELM) \
 		hack/release.sh
 
+# make publish's signing key (cosign generate-key-pair; its password in
+# COSIGN_PASSWORD), or COSIGN_KEYLESS=1 for the release workflow's identity.
+COSIGN_KEY ?=
+COSIGN_KEYLESS ?=
+# PLAIN_HTTP=1: the registry speaks HTTP without TLS (a local one).
+PLAIN_HTTP ?=
+
+.PHONY: publish
+publish: ## make publish VERSION=vX.Y.Z [REGISTRY=ghcr.io] [COSIGN_KEY=cosign.key | COSIGN_KEYLESS=1] [PLAIN_HTTP=1]: push make release's images and chart (dist/) to REGISTRY/redlease/{manager,lockctl} and oci://REGISTRY/redlease/charts/redlease, and sign each by digest with cosign (hack/publish.sh; docs/signing.md).
+	@hack/install-tools.sh helm cosign
+	VERSION=$(VERSION) DIST=$(DIST) REGISTRY=$(REGISTRY) HELM=$(HELM) COSIGN=$(BIN)/cosign \
+		COSIGN_KEY=$(COSIGN_KEY) COSIGN_KEYLESS=$(COSIGN_KEYLESS) PLAIN_HTTP=$(PLAIN_HTTP) hack/publish.sh
+
 ##@ Deployment
 
 .PHONY: install
@@ -230,7 +243,7 @@ helm-lint: ## helm lint --strict the chart with its default values and with each
 ##@ Tools
 
 .PHONY: tools
-tools: ## Build kube-apiserver, etcd, kubectl, helm, controller-gen, golangci-lint from source (cached outside the clone).
+tools: ## Build kube-apiserver, etcd, kubectl, helm, controller-gen, golangci-lint, actionlint, cosign, buf from source (cached outside the clone).
 	hack/install-tools.sh
 
 .PHONY: tools-gen
