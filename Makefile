@@ -35,9 +35,12 @@ vet: ## go vet ./...
 # The modules golangci-lint checks, each with the one .golangci.yml at the root.
 LINT_MODULES := . bench hack/ocibuild test/monitoring
 
+# actionlint without shellcheck and pyflakes (-shellcheck= -pyflakes=): the
+# same verdict on every machine, whether or not those are installed.
 .PHONY: lint
-lint: vet ## golangci-lint (.golangci.yml) over the root module, bench/, hack/ocibuild and test/monitoring (waiting for another golangci-lint on the machine rather than failing); gofmt check; go vet.
-	@hack/install-tools.sh golangci-lint
+lint: vet ## golangci-lint (.golangci.yml) over the root module, bench/, hack/ocibuild and test/monitoring (waiting for another golangci-lint on the machine rather than failing); gofmt check; go vet; actionlint over .github/workflows.
+	@hack/install-tools.sh golangci-lint actionlint
+	$(BIN)/actionlint -shellcheck= -pyflakes=
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@rc=0; for m in $(LINT_MODULES); do \
 		echo "golangci-lint run ./... (in $$m)"; \
@@ -200,6 +203,19 @@ release: ## make release VERSION=vX.Y.Z [REGISTRY=ghcr.io]: images (named REGIST
 		IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" LOCKCTL_PLATFORMS="$(LOCKCTL_PLATFORMS)" IMAGE_CA=$(IMAGE_CA) HELM=$(HELM) \
 		hack/release.sh
 
+# make publish's signing key (cosign generate-key-pair; its password in
+# COSIGN_PASSWORD), or COSIGN_KEYLESS=1 for the release workflow's identity.
+COSIGN_KEY ?=
+COSIGN_KEYLESS ?=
+# PLAIN_HTTP=1: the registry speaks HTTP without TLS (a local one).
+PLAIN_HTTP ?=
+
+.PHONY: publish
+publish: ## make publish VERSION=vX.Y.Z [REGISTRY=ghcr.io] [COSIGN_KEY=cosign.key | COSIGN_KEYLESS=1] [PLAIN_HTTP=1]: push make release's images and chart (dist/) to REGISTRY/redlease/{manager,lockctl} and oci://REGISTRY/redlease/charts/redlease, and sign each by digest with cosign (hack/publish.sh; docs/signing.md).
+	@hack/install-tools.sh helm cosign
+	VERSION=$(VERSION) DIST=$(DIST) REGISTRY=$(REGISTRY) HELM=$(HELM) COSIGN=$(BIN)/cosign \
+		COSIGN_KEY=$(COSIGN_KEY) COSIGN_KEYLESS=$(COSIGN_KEYLESS) PLAIN_HTTP=$(PLAIN_HTTP) hack/publish.sh
+
 ##@ Deployment
 
 .PHONY: install
@@ -227,7 +243,7 @@ helm-lint: ## helm lint --strict the chart with its default values and with each
 ##@ Tools
 
 .PHONY: tools
-tools: ## Build kube-apiserver, etcd, kubectl, helm, controller-gen, golangci-lint from source (cached outside the clone).
+tools: ## Build kube-apiserver, etcd, kubectl, helm, controller-gen, golangci-lint, actionlint, cosign, buf from source (cached outside the clone).
 	hack/install-tools.sh
 
 .PHONY: tools-gen

@@ -10,6 +10,8 @@
 #          node (kubelet kube-scheduler kube-controller-manager kube-proxy
 #          containerd containerd-shim-runc-v2 ctr: make test-node's cluster)
 #          hugo (make docs: the static site from docs/)
+#          actionlint (make lint: the workflows under .github/workflows)
+#          cosign (make publish: signing; the release tests: verifying)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,6 +26,10 @@ CONNECT_VERSION=v1.21.1
 # The newest Hugo whose go.mod asks for no newer Go than the go directive
 # of ours (v0.166.0 on need Go 1.27).
 HUGO_VERSION=v0.165.0
+ACTIONLINT_VERSION=v1.7.12
+# The newest cosign v2 on the proxy; its go.mod asks for Go 1.25. The release
+# workflow installs the same version (.github/workflows/release.yml).
+COSIGN_VERSION=v2.6.5
 cache=${REDLEASE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redlease}
 bin=$root/bin
 mkdir -p "$bin"
@@ -86,7 +92,7 @@ for t in "$@"; do
 	*) tools+=("$t") ;;
 	esac
 done
-[ ${#tools[@]} -gt 0 ] || tools=(controller-gen etcd kube-apiserver kubectl helm golangci-lint buf protoc-gen-go protoc-gen-connect-go)
+[ ${#tools[@]} -gt 0 ] || tools=(controller-gen etcd kube-apiserver kubectl helm golangci-lint actionlint cosign buf protoc-gen-go protoc-gen-connect-go)
 for t in "${tools[@]}"; do
 	case $t in
 	kubelet | kube-scheduler | kube-controller-manager | kube-proxy) build_k8s "$t" "k8s.io/kubernetes/cmd/$t" ;;
@@ -100,6 +106,8 @@ for t in "${tools[@]}"; do
 	buf) go_install buf "github.com/bufbuild/buf/cmd/buf@$BUF_VERSION" ;;
 	protoc-gen-go) go_install protoc-gen-go "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOBUF_VERSION" ;;
 	hugo) go_install hugo "github.com/gohugoio/hugo@$HUGO_VERSION" ;;
+	actionlint) go_install actionlint "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION" "" "-s -w" ;;
+	cosign) go_install cosign "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION" "" "-s -w" ;;
 	protoc-gen-connect-go) go_install protoc-gen-connect-go "connectrpc.com/connect/cmd/protoc-gen-connect-go@$CONNECT_VERSION" ;;
 	*) say "unknown tool $t"; exit 2 ;;
 	esac

@@ -41,7 +41,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 hack/install-redis.sh
-hack/install-tools.sh etcd kube-apiserver kubectl helm node
+hack/install-tools.sh etcd kube-apiserver kubectl helm cosign node
 say "images"
 hack/node/images.sh >/dev/null
 say "tools and images ready in $(($(date +%s) - t0)) s"

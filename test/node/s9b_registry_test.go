@@ -7,6 +7,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -19,6 +20,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/redlease/redlease/internal/cosigntest"
 )
 
 // registryLog is the request log of the scenario's registry.
@@ -96,12 +99,15 @@ func managerImages(t *testing.T, cs *kubernetes.Clientset, digest string) {
 
 // TestScenario1FromRegistry: the release (make release, as hack/node/
 // images.sh builds it) installed the way users install it, after scenario
-// 9 removed the chart: its images and chart pushed to an OCI registry on
-// the bridge; helm install oci://... --plain-http with global.imageRegistry
-// set to that registry (the images' digests pinned by the
-// release): the kubelet pulls them from it, two managers run the
-// release's digest, helm test passes; then, uninstalled, kubectl apply -f
-// install.yaml, whose ghcr.io image names containerd pulls through its
+// 9 removed the chart: make publish pushes its images and chart to an OCI
+// registry on the bridge and signs them with a throwaway cosign key;
+// cosign verify --key accepts both images and the chart before anything is
+// installed, and refuses them under another key and an unsigned copy of
+// the manager; helm install oci://.../redlease/charts/redlease --plain-http
+// with global.imageRegistry set to that registry (the images' digests
+// pinned by the release): the kubelet pulls them from it, two managers run
+// the release's digest, helm test passes; then, uninstalled, kubectl apply
+// -f install.yaml, whose ghcr.io image names containerd pulls through its
 // mirror (hosts.toml) from the same registry.
 func TestScenario1FromRegistry(t *testing.T) {
 	cs := cluster(t)
@@ -115,22 +121,9 @@ func TestScenario1FromRegistry(t *testing.T) {
 	}
 	version := strings.TrimSpace(string(b))
 	log := serveRegistry(t)
-	digests := map[string]string{}
-	for _, c := range []string{"manager", "lockctl"} {
-		want, err := os.ReadFile(filepath.Join(rel, c+"-"+version+".tar.digest")) //nolint:gosec // G304: the release's files
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := strings.TrimSpace(command(t, filepath.Join(root, "dist", "bin", "node", "registry"), "push",
-			"-archive", filepath.Join(rel, c+"-"+version+".tar"), "-to", reg+"/redlease/"+c+":"+version))
-		if got != strings.TrimSpace(string(want)) {
-			t.Fatalf("%s pushed as %s, the release's digest is %s", c, got, want)
-		}
-		digests[c] = got
-	}
-	helm(t, "push", filepath.Join(rel, "redlease-"+strings.TrimPrefix(version, "v")+".tgz"), "oci://"+reg+"/charts", "--plain-http")
+	digests := publishVerified(t, reg, rel, version)
 
-	helm(t, "install", release, "oci://"+reg+"/charts/redlease", "--version", strings.TrimPrefix(version, "v"), "--plain-http",
+	helm(t, "install", release, "oci://"+reg+"/redlease/charts/redlease", "--version", strings.TrimPrefix(version, "v"), "--plain-http",
 		"-n", operatorNS, "--create-namespace", "--wait", "--timeout", "3m", "--set", "replicaCount=2",
 		"--set", "global.imageRegistry="+reg)
 	managersUp(t, cs, "redlease-controller-manager", 2)
@@ -148,4 +141,51 @@ func TestScenario1FromRegistry(t *testing.T) {
 	managerImages(t, cs, digests["manager"])
 	log.pulled(t, mark, "redlease/manager", digests["manager"], "ns=ghcr.io")
 	kubectl(t, "delete", "-f", filepath.Join(rel, "install.yaml"), "--timeout=2m")
+}
+
+// publishVerified publishes the release in rel to reg with make publish,
+// signed with a throwaway cosign key, and fails t unless cosign verify
+// --key accepts both images and the chart by the tags a user installs
+// (each signature naming the digest the release recorded for its image)
+// and refuses them under another key, and a copy of the manager's image
+// pushed without its signature. It returns the images' digests.
+func publishVerified(t *testing.T, reg, rel, version string) map[string]string {
+	t.Helper()
+	cosign := cosigntest.New(t, root)
+	keys := t.TempDir()
+	key, pub := cosign.KeyPair(t, keys, "release")
+	_, otherPub := cosign.KeyPair(t, keys, "other")
+	refs := cosign.Publish(t, root, rel, reg, version, key)
+	digests := map[string]string{}
+	for i, c := range []string{"manager", "lockctl"} {
+		want, err := os.ReadFile(filepath.Join(rel, c+"-"+version+".tar.digest")) //nolint:gosec // G304: the release's files
+		if err != nil {
+			t.Fatal(err)
+		}
+		digests[c] = strings.TrimSpace(string(want))
+		if refs[i] != reg+"/redlease/"+c+"@"+digests[c] {
+			t.Fatalf("make publish printed %s, want the release's %s@%s", refs[i], c, digests[c])
+		}
+	}
+	_, chartDigest, _ := strings.Cut(refs[2], "@")
+	wantDigests := map[string]string{
+		reg + "/redlease/manager:" + version:                                  digests["manager"],
+		reg + "/redlease/lockctl:" + version:                                  digests["lockctl"],
+		reg + "/redlease/charts/redlease:" + strings.TrimPrefix(version, "v"): chartDigest,
+	}
+	for ref, want := range wantDigests {
+		got, err := cosign.Verify(t.Context(), pub, ref)
+		if err != nil || len(got) != 1 || got[0] != want {
+			t.Fatalf("cosign verify %s: %v, signatures naming %v; want one naming %s", ref, err, got, want)
+		}
+		if _, err := cosign.Verify(t.Context(), otherPub, ref); !errors.Is(err, cosigntest.ErrVerify) {
+			t.Errorf("cosign verify %s under another key: %v, want it refused", ref, err)
+		}
+	}
+	copied := reg + "/redlease/unsigned:" + version
+	command(t, filepath.Join(root, "dist", "bin", "node", "registry"), "push", "-archive", filepath.Join(rel, "manager-"+version+".tar"), "-to", copied)
+	if _, err := cosign.Verify(t.Context(), pub, copied); !errors.Is(err, cosigntest.ErrVerify) || !strings.Contains(err.Error(), "no signatures found") {
+		t.Errorf("cosign verify %s (the manager's image without its signature): %v, want it refused", copied, err)
+	}
+	return digests
 }

@@ -1,14 +1,18 @@
-// Command registry is make test-node's OCI registry: a release served the
-// way users fetch it (helm install oci://..., the kubelet pulling images).
+// Command registry is make test-node's and test/release's OCI registry: a
+// release served the way users fetch it (helm install oci://..., the kubelet
+// pulling images, cosign verify), and make publish's image push.
 //
 //	registry serve -addr 10.213.0.1:25050 -log requests.log
 //	registry push -archive manager-v0.1.0.tar -to 10.213.0.1:25050/redlease/manager:v0.1.0
 //
 // serve runs go-containerregistry's in-memory registry (pkg/registry) over
 // plain HTTP until SIGTERM, and writes one line per request (method, path
-// and query: containerd names the upstream of a mirror in ns=) to -log.
-// push copies the image index of an OCI archive (hack/ocibuild's output)
-// to a repository of that registry and prints its digest.
+// and query: containerd names the upstream of a mirror in ns=) to -log; it
+// prints the address it listens on (-addr 127.0.0.1:0 picks a free port).
+// Any tag is a tag, so cosign's signatures (sha256-<digest>.sig) are served
+// like images. push copies the image index of an OCI archive (hack/ocibuild's
+// output) to a repository and prints its digest; it logs in as docker's
+// config says (docker login ghcr.io), anonymously without one.
 package main
 
 import (
@@ -19,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -27,6 +32,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -67,14 +73,19 @@ func serve(addr, logFile string) error {
 		return err
 	}
 	defer func() { _ = f.Close() }()
-	srv := &http.Server{Addr: addr, ReadHeaderTimeout: 10 * time.Second, Handler: handler(f)}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr())
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: handler(f)}
 	go func() {
 		<-ctx.Done()
 		_ = srv.Shutdown(context.Background())
 	}()
-	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
@@ -124,7 +135,7 @@ func push(archive, to string) (v1.Hash, error) {
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	if err := remote.WriteIndex(ref, idx); err != nil {
+	if err := remote.WriteIndex(ref, idx, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
 		return v1.Hash{}, err
 	}
 	return idx.Digest()
