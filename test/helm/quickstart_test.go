@@ -88,16 +88,12 @@ func TestQuickstartRendersNoPassword(t *testing.T) {
 	}
 }
 
-// TestQuickstart: the quick start's Redis and store. The Redis pod is
-// restricted and starts redis-server (the image's entrypoint) on the
+// TestQuickstartRedis: the quick start is off by default; on, its Redis
+// pod is restricted and starts redis-server (the image's entrypoint) on the
 // aclfile that an init container from the lockctl image builds from the
-// Secret; the init container's ServiceAccount may get and update that one
-// Secret, nothing else. The store finds the server through its Service,
-// reads the controller's password from the same Secret, isolates tenants
-// with ACL users (namespaces labelled redlease.io/locks=true) and, unlike
-// clusterLockStore's, is not kept on uninstall. global.imageRegistry
-// moves the Redis image too.
-func TestQuickstart(t *testing.T) {
+// Secret; the pod's ServiceAccount may get and update that one Secret,
+// nothing else.
+func TestQuickstartRedis(t *testing.T) {
 	t.Parallel()
 	if off := render(t); off.find("StatefulSet", namespace, quickstartName) != nil || off.find("ClusterLockStore", "", "quickstart") != nil {
 		t.Fatal("the quick start renders by default: it must be off")
@@ -108,14 +104,7 @@ func TestQuickstart(t *testing.T) {
 		t.Errorf("%d Redis replicas, want 1", *sts.Spec.Replicas)
 	}
 	pod := sts.Spec.Template.Spec
-	// The official image's user (999), not the chart's 65532.
-	if psc := pod.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 999 ||
-		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-		t.Errorf("the Redis pod's securityContext %+v: want runAsNonRoot, runAsUser 999, seccomp RuntimeDefault", psc)
-	}
-	if pod.HostNetwork || pod.HostPID || pod.HostIPC {
-		t.Error("the Redis pod uses host namespaces")
-	}
+	checkQuickstartPod(t, pod)
 	if len(pod.InitContainers) != 1 || len(pod.Containers) != 1 {
 		t.Fatalf("init containers %d, containers %d: want one each", len(pod.InitContainers), len(pod.Containers))
 	}
@@ -138,7 +127,17 @@ func TestQuickstart(t *testing.T) {
 		t.Errorf("the Redis pod's Role: %+v, want get and update of its one Secret", role.Rules)
 	}
 	into[corev1.Service](t, m.must("Service", namespace, quickstartName))
+}
 
+// TestQuickstartStore: the quick start's ClusterLockStore finds the server
+// through its Service, reads the controller's password from the Secret
+// lockctl aclfile fills, isolates tenants with ACL users (namespaces
+// labelled redlease.io/locks=true) and, unlike clusterLockStore's, is not
+// kept on uninstall; global.imageRegistry moves the Redis image too; the
+// chart refuses two stores of one name.
+func TestQuickstartStore(t *testing.T) {
+	t.Parallel()
+	m := render(t, "--set", "quickstart.enabled=true")
 	store := into[v1alpha1.ClusterLockStore](t, m.must("ClusterLockStore", "", "quickstart"))
 	s := store.Spec
 	if s.Redis.Mode != v1alpha1.RedisModeStandalone || s.Redis.Service == nil || s.Redis.Service.Name != quickstartName || s.Redis.Service.Namespace != namespace {
@@ -155,11 +154,27 @@ func TestQuickstart(t *testing.T) {
 	}
 
 	mirror := render(t, "--set", "quickstart.enabled=true,global.imageRegistry=mirror.example:5000")
-	sts = into[appsv1.StatefulSet](t, mirror.must("StatefulSet", namespace, quickstartName))
+	sts := into[appsv1.StatefulSet](t, mirror.must("StatefulSet", namespace, quickstartName))
 	if img := sts.Spec.Template.Spec.Containers[0].Image; img != "mirror.example:5000/library/redis:7.4.6" {
 		t.Errorf("global.imageRegistry: the Redis image is %s", img)
 	}
 	if _, err := helmTemplate(t, chartDir(t), "--set", "quickstart.enabled=true,clusterLockStore.enabled=true,clusterLockStore.name=quickstart,clusterLockStore.spec.redis.mode=Standalone"); err == nil {
 		t.Error("two ClusterLockStores named quickstart were rendered")
+	}
+}
+
+// checkQuickstartPod is checkRestrictedPod with the official Redis
+// image's user (999) instead of the chart's 65532.
+func checkQuickstartPod(t *testing.T, pod corev1.PodSpec) {
+	t.Helper()
+	psc := pod.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 999 {
+		t.Errorf("the Redis pod's securityContext %+v: want runAsNonRoot and runAsUser 999", psc)
+	}
+	if psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Error("the Redis pod's securityContext: want seccompProfile RuntimeDefault")
+	}
+	if pod.HostNetwork || pod.HostPID || pod.HostIPC {
+		t.Error("the Redis pod uses host namespaces")
 	}
 }
