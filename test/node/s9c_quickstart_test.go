@@ -33,6 +33,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/redlease/redlease/internal/kubetest"
+
 	"sigs.k8s.io/yaml"
 )
 
@@ -60,7 +62,7 @@ func TestScenario9cQuickStart(t *testing.T) {
 	if out := kubectl(t, "get", "crd", "-o", "name"); strings.Contains(out, "redlease.io") {
 		t.Fatalf("needs a cluster without redlease (after scenario 9b): %s", out)
 	}
-	blocks := readmeBlocks(t)
+	blocks := readmeBlocks(t, root)
 	before := releaseObjects(t)
 	shell := publishQuickstart(t)
 	t.Cleanup(func() {
@@ -87,9 +89,9 @@ func TestScenario9cQuickStart(t *testing.T) {
 
 // readmeBlocks reads README.md's quick-start blocks and its first Go block
 // compiled as pkg/kube's quickStart (under "go").
-func readmeBlocks(t *testing.T) map[string]string {
+func readmeBlocks(t *testing.T, repo string) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(repo, "README.md")) //nolint:gosec // G304: the clone's README
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +119,26 @@ func readmeBlocks(t *testing.T) map[string]string {
 		}
 	}
 	return out
+}
+
+// TestQuickStartBlocks runs everywhere, without the node: README's quick
+// start has its blocks, each is valid bash (bash -n), and it takes at most
+// six commands from nothing to a pod holding the lock.
+func TestQuickStartBlocks(t *testing.T) {
+	repo, err := kubetest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := readmeBlocks(t, repo)
+	for _, name := range quickstartBlocks {
+		cmd := exec.CommandContext(t.Context(), "bash", "-n", "-c", blocks[name]) //nolint:gosec // G204: parsed, not run
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("README's quick-start block %q is not valid bash: %v\n%s", name, err, out)
+		}
+	}
+	if n := countCommands(blocks, quickstartBlocks[:3]...); n > 6 || n < 2 {
+		t.Errorf("README's quick start takes %d commands to a pod holding the lock, want at most 6", n)
+	}
 }
 
 // countCommands counts the shell commands of blocks: lines that are not
