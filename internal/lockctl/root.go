@@ -51,7 +51,7 @@ otherwise the command's own exit code (128+N when killed by signal N).`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exit(ExitUsage, err) })
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(stderr, log), newStatusCommand(stdout, log), newAcquireCommand(stdout, log), newInstallCommand(stdout), newCheckCommand(stdout), newRBACCommand(stdout), newVersionCommand(stdout), newControllerUserCommand(stdout), newAgentCommand(stderr), newSidecarCommand(stdout), newReleaseCommand(stdout), newGetCommand(stdout, stderr, log))
+	root.AddCommand(newRunCommand(stderr, log), newStatusCommand(stdout, log), newAcquireCommand(stdout, log), newInstallCommand(stdout), newCheckCommand(stdout), newRBACCommand(stdout), newVersionCommand(stdout), newControllerUserCommand(stdout), newAgentCommand(stderr), newSidecarCommand(stdout), newReleaseCommand(stdout), newGetCommand(stdout, stderr, log), newACLFileCommand())
 	return root
 }
 

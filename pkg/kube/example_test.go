@@ -42,9 +42,14 @@ func lead(ctx context.Context, fence uint64) {
 }
 
 // quickStart is the Go code of README.md's quick start, as README shows it
-// (test/docs's TestGoSnippets compares them), so that it compiles.
-func quickStart(ctx context.Context, restConfig *rest.Config) error {
-	l, err := kube.NewLocker(ctx, restConfig, "billing", "nightly-settlement")
+// (test/docs's TestGoSnippets compares them), so that it compiles; make
+// test-node runs README's copy in a pod (TestScenario9cQuickStart).
+func quickStart(ctx context.Context) error {
+	restConfig, err := rest.InClusterConfig() // the pod's ServiceAccount
+	if err != nil {
+		return err
+	}
+	l, err := kube.NewLocker(ctx, restConfig, "demo", "hello")
 	if err != nil {
 		return err
 	}

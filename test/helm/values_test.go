@@ -302,6 +302,10 @@ func TestNotes(t *testing.T) {
 		{[]string{"--set", "podRole.create=true,podRole.namespaces={billing,reports},podRole.secretNames={redlease-lock-x},podRole.serviceAccounts={settle}"}, []string{
 			"Role redlease-lock-user in billing, reports has exactly that, bound to settle.",
 		}},
+		{[]string{"--set", "quickstart.enabled=true"}, []string{
+			"ClusterLockStore quickstart on it", "storeRef: {kind: ClusterLockStore, name: quickstart}",
+			"kubectl delete clusterlockstore quickstart` before an",
+		}},
 		{[]string{"--set", "global.imageRegistry=mirror.example:5000"}, []string{
 			"The image is mirror.example:5000/redlease/manager:" + chartAppVersion(t),
 			"image: mirror.example:5000/redlease/lockctl:" + chartAppVersion(t),

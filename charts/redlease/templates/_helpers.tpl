@@ -214,6 +214,9 @@ itself when inline: podrbac.LockSecretName) and podRole.secretNames.
 {{- if .Values.clusterLockStore.enabled }}
 {{- $names = append $names (include "redlease.secretName" (dict "kind" "ClusterLockStore" "name" .Values.clusterLockStore.name)) }}
 {{- end }}
+{{- if .Values.quickstart.enabled }}
+{{- $names = append $names (include "redlease.secretName" (dict "kind" "ClusterLockStore" "name" .Values.quickstart.storeName)) }}
+{{- end }}
 {{- range .Values.podRole.locks }}
 {{- if .credentialsSecretName }}
 {{- $names = append $names .credentialsSecretName }}
@@ -227,4 +230,55 @@ itself when inline: podrbac.LockSecretName) and podRole.secretNames.
 {{- $names = append $names . }}
 {{- end }}
 {{- toYaml (uniq $names) }}
+{{- end }}
+
+{{- /*
+The quick start's Redis (quickstart.yaml): the name of its StatefulSet,
+Service, ServiceAccount, Role and Secret.
+*/}}
+{{- define "redlease.quickstartName" -}}
+{{- include "redlease.derivedName" (dict "ctx" . "suffix" "quickstart-redis") }}
+{{- end }}
+
+{{- define "redlease.quickstartSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "redlease.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: quickstart-redis
+{{- end }}
+
+{{- /* The quick start's containers: the "restricted" Pod Security Standard. */}}
+{{- define "redlease.quickstartContainerSecurity" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop:
+  - ALL
+{{- end }}
+
+{{- /*
+redlease.quickstartStoreSpec: the quick start's ClusterLockStore spec, on
+the Redis of quickstart.yaml: found through its Service's EndpointSlices,
+the controller's password from the Secret lockctl aclfile fills, one ACL
+user per namespace labelled redlease.io/locks=true, as in production.
+*/}}
+{{- define "redlease.quickstartStoreSpec" -}}
+{{- $name := include "redlease.quickstartName" . -}}
+redis:
+  mode: Standalone
+  service:
+    namespace: {{ .Release.Namespace }}
+    name: {{ $name }}
+    port: 6379
+controllerAuth:
+  username: redlease-operator
+  passwordSecretRef:
+    namespace: {{ .Release.Namespace }}
+    name: {{ $name }}
+    key: password
+tenants:
+  namespaceSelector:
+    matchLabels:
+      redlease.io/locks: "true"
+  isolation: ACL
+  scripts: FunctionsOnly
 {{- end }}
