@@ -34,6 +34,8 @@ type event struct {
 	// quarantine left that the server reported, and how long it took.
 	Quarantine time.Duration `json:"quarantine,omitempty"`
 	Waited     time.Duration `json:"waited,omitempty"`
+	// Ended is why a claim's lease ended (its Err), for the test log.
+	Ended string `json:"ended,omitempty"`
 }
 
 func emit(e event) {
@@ -116,6 +118,8 @@ func runHelper(role string) int {
 	switch role {
 	case "paused-writer":
 		return pausedWriter(ctx, client, key, ttl, os.Getenv("NAIVE") == "1")
+	case "breakglass-holder":
+		return breakGlassHolder(ctx, client, key, ttl)
 	case "paused-leader":
 		return pausedLeader(ctx, client, key, ttl)
 	case "acquire-loop":
