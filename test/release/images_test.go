@@ -88,8 +88,15 @@ func readTar(t *testing.T, path string) map[string][]byte {
 		t.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
+	return tarFiles(t, f)
+}
+
+// tarFiles is the content of each entry of a tar stream, by name (empty
+// for entries that are not regular files).
+func tarFiles(t *testing.T, r io.Reader) map[string][]byte {
+	t.Helper()
 	files := map[string][]byte{}
-	tr := tar.NewReader(f)
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -98,10 +105,8 @@ func readTar(t *testing.T, path string) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.Typeflag == tar.TypeReg {
-			if files[h.Name], err = io.ReadAll(tr); err != nil {
-				t.Fatal(err)
-			}
+		if files[h.Name], err = io.ReadAll(tr); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

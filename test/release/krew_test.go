@@ -1,12 +1,9 @@
 package release_test
 
 import (
-	"archive/tar"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -112,18 +109,5 @@ func archiveFiles(t *testing.T, data []byte) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := map[string][]byte{}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if files[h.Name], err = io.ReadAll(tr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return tarFiles(t, gz)
 }
