@@ -114,7 +114,7 @@ func (d *daprLocks) lock(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	defer d.mu.Unlock() // one lock call at a time per agent: try-locks do not wait
 	if id, ok := d.owned[owner]; ok {
-		if _, err := d.s.leases.get(id); err == nil {
+		if d.s.leases.holds(id) {
 			daprReply(w, daprLockResponse{Success: false}) // held already, by this owner: Dapr answers so
 			return
 		}

@@ -23,6 +23,13 @@ import (
 const endedKept = 4096
 
 // leaseTable holds the unary leases: each lives while keep-alives arrive.
+// No goroutine watches a lease: a keep-alive only moves its due time, and
+// one timer per lease fires at the latest due time, re-arming itself when
+// keep-alives moved it (a goroutine and a wake-up per keep-alive cost a
+// busy agent most of its own CPU and a few KiB per lease). A lease that
+// ended in the library (lost, past its deadline) is noticed by the next
+// KeepAlive or Release, or by its timer: its client is told then, and the
+// library never let it be reported held past its deadline anyway.
 type leaseTable struct {
 	log   logr.Logger
 	mu    sync.Mutex
@@ -36,8 +43,8 @@ type heldLease struct {
 	lock   Lock
 	lease  *lock.Lease
 	period time.Duration
-	alive  chan struct{} // a KeepAlive arrived
-	gone   chan struct{} // Release or the agent's Close: stop watching
+	due    time.Time   // released then unless a KeepAlive comes first; guarded by the table's mu
+	timer  *time.Timer // fires at or after due
 }
 
 func newLeaseTable(log logr.Logger) *leaseTable {
@@ -48,89 +55,95 @@ func newLeaseTable(log logr.Logger) *leaseTable {
 // and returns its handle.
 func (t *leaseTable) add(l Lock, lease *lock.Lease, period time.Duration) string {
 	id := newHandle()
-	h := &heldLease{lock: l, lease: lease, period: period, alive: make(chan struct{}, 1), gone: make(chan struct{})}
+	h := &heldLease{lock: l, lease: lease, period: period}
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	h.due = time.Now().Add(period)
+	h.timer = time.AfterFunc(period, func() { t.expire(id, h) })
 	t.held[id] = h
-	t.mu.Unlock()
-	go t.supervise(id, h)
 	return id
 }
 
-// supervise releases h when no keep-alive came for its period and forgets
-// it when it ends otherwise.
-func (t *leaseTable) supervise(id string, h *heldLease) {
-	timer := time.NewTimer(h.period)
-	defer timer.Stop()
-	for {
-		select {
-		case <-h.alive:
-			if !timer.Stop() {
-				<-timer.C
-			}
-			timer.Reset(h.period)
-		case <-timer.C:
-			err := fmt.Errorf("%w: %q released by the agent: no keep-alive within %v", lock.ErrLeaseLost, h.lease.Key(), h.period)
-			t.log.Info("released a lease without keep-alives", "key", h.lease.Key(), "fence", h.lease.Fence(), "period", h.period)
-			t.end(id, err)
-			_ = release(h.lease)
-			return
-		case <-h.lease.Done():
-			t.end(id, h.lease.Err())
-			return
-		case <-h.gone:
-			return
-		}
+// expire runs when h's timer fires: it re-arms the timer when a keep-alive
+// moved the due time, else releases the lease (no keep-alive within its
+// period) or forgets it (it ended on its own).
+func (t *leaseTable) expire(id string, h *heldLease) {
+	t.mu.Lock()
+	if t.held[id] != h { // released, or the agent is stopping
+		t.mu.Unlock()
+		return
 	}
+	if left := time.Until(h.due); left > 0 {
+		h.timer.Reset(left)
+		t.mu.Unlock()
+		return
+	}
+	if err := h.lease.Err(); err != nil {
+		t.endLocked(id, err)
+		t.mu.Unlock()
+		return
+	}
+	t.endLocked(id, fmt.Errorf("%w: %q released by the agent: no keep-alive within %v", lock.ErrLeaseLost, h.lease.Key(), h.period))
+	t.mu.Unlock()
+	t.log.Info("released a lease without keep-alives", "key", h.lease.Key(), "fence", h.lease.Fence(), "period", h.period)
+	_ = release(h.lease)
 }
 
 // keepAlive records a keep-alive for id and returns its lease; the error
 // says why there is none.
 func (t *leaseTable) keepAlive(id string) (*heldLease, error) {
-	h, err := t.get(id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, err := t.liveLocked(id)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.lease.Err(); err != nil { // ended, its supervisor not yet told
-		t.end(id, err)
-		return nil, err
-	}
-	select {
-	case h.alive <- struct{}{}:
-	default: // one is pending already
-	}
+	h.due = time.Now().Add(h.period)
 	return h, nil
 }
 
 // remove forgets id for a Release and returns its lease.
 func (t *leaseTable) remove(id string) (*heldLease, error) {
-	h, err := t.get(id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, err := t.liveLocked(id)
 	if err != nil {
 		return nil, err
 	}
-	t.end(id, fmt.Errorf("%w: released by its client", lock.ErrReleased))
-	close(h.gone)
+	h.timer.Stop()
+	t.endLocked(id, fmt.Errorf("%w: released by its client", lock.ErrReleased))
 	return h, nil
 }
 
-func (t *leaseTable) get(id string) (*heldLease, error) {
+// holds says whether id names a lease that is still held.
+func (t *leaseTable) holds(id string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if h, ok := t.held[id]; ok {
-		return h, nil
-	}
-	if err, ok := t.ended[id]; ok {
-		return nil, err
-	}
-	return nil, errLeaseUnknown
+	_, err := t.liveLocked(id)
+	return err == nil
 }
 
-// end moves id from held to ended with err, once.
-func (t *leaseTable) end(id string, err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if _, ok := t.held[id]; !ok {
-		return
+// liveLocked returns id's lease while it is held; else why it is not
+// (unknown, ended before, or ended in the library just now: then it moves
+// to ended). t.mu is held.
+func (t *leaseTable) liveLocked(id string) (*heldLease, error) {
+	h, ok := t.held[id]
+	if !ok {
+		if err, ok := t.ended[id]; ok {
+			return nil, err
+		}
+		return nil, errLeaseUnknown
 	}
+	if err := h.lease.Err(); err != nil {
+		h.timer.Stop()
+		t.endLocked(id, err)
+		return nil, err
+	}
+	return h, nil
+}
+
+// endLocked moves id from held to ended with err. t.mu is held.
+func (t *leaseTable) endLocked(id string, err error) {
 	delete(t.held, id)
 	t.ended[id] = err
 	t.order = append(t.order, id)
@@ -148,7 +161,7 @@ func (t *leaseTable) releaseAll() {
 	t.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, h := range held {
-		close(h.gone)
+		h.timer.Stop()
 		wg.Go(func() {
 			if err := release(h.lease); err != nil && !errors.Is(err, lock.ErrLeaseLost) && !errors.Is(err, lock.ErrReleased) {
 				t.log.Info("could not release a lease while stopping: it expires with its TTL", "key", h.lease.Key(), "error", err.Error())

@@ -136,3 +136,10 @@ func TestAgentListensOnLoopbackOnly(t *testing.T) {
 		}
 	}
 }
+
+// --procs refuses a negative count before the agent serves anything.
+func TestAgentRefusesNegativeProcs(t *testing.T) {
+	if r := lockctl(t, "agent", "--socket", "", "--listen", "127.0.0.1:0", "--procs", "-1", "--redis", "redis://127.0.0.1:1"); r.code != 2 || !strings.Contains(r.stderr, "--procs -1") {
+		t.Errorf("--procs -1: exit %d, stderr %q; want 2 naming the flag", r.code, r.stderr)
+	}
+}

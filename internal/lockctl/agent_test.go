@@ -185,6 +185,35 @@ func TestAgentReleasesALeaseWithoutKeepAlives(t *testing.T) {
 	}
 }
 
+// A unary lease lost in Redis (the key deleted from outside: the watchdog's
+// renewal finds it is not ours) is reported to the next KeepAlive and
+// Release: no goroutine watches the lease, so the table must look.
+func TestAgentKeepAliveReportsALoss(t *testing.T) {
+	srv := redistest.StartStandalone(t)
+	a := startAgent(t, "--redis", redisURL(srv), "--ttl", "1s")
+	c := a.client(false)
+	res, err := c.TryAcquireLease(t.Context(), connect.NewRequest(&lockv1.TryAcquireLeaseRequest{Lock: ref("k"), KeepAlivePeriod: durationpb.New(time.Minute)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Msg.GetLeaseId()
+	if err := srv.Client(t).Del(t.Context(), "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var kerr error
+	locktest.WaitFor(t, 5*time.Second, "a KeepAlive that reports the loss", func() bool {
+		_, kerr = c.KeepAlive(t.Context(), connect.NewRequest(&lockv1.KeepAliveRequest{LeaseId: id}))
+		return kerr != nil
+	})
+	if codeOf(kerr) != connect.CodeFailedPrecondition || !strings.Contains(kerr.Error(), "lost") {
+		t.Fatalf("keep-alive after the loss: %v, want FAILED_PRECONDITION saying lost", kerr)
+	}
+	_, err = c.Release(t.Context(), connect.NewRequest(&lockv1.ReleaseRequest{LeaseId: id}))
+	if codeOf(err) != connect.CodeFailedPrecondition {
+		t.Fatalf("release after the loss: %v, want FAILED_PRECONDITION", err)
+	}
+}
+
 // A lease lost in Redis (the key taken from outside: the watchdog's renewal
 // finds it is not ours) is reported on the stream, which then ends with
 // FAILED_PRECONDITION: the client is told, never left holding silently.
