@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -91,4 +92,31 @@ func TestAgentStreamLockGivesUpWithItsContext(t *testing.T) {
 
 func agentLib(f LockFunc) *Lib {
 	return &Lib{Name: "agent", Family: FamilyAgent, worker: func(int) LockFunc { return f }}
+}
+
+// TestHopFloorCrossesTheUnixSocket: the hop floor's cycles are PINGs that
+// reach the server over its Unix socket, two per cycle.
+func TestHopFloorCrossesTheUnixSocket(t *testing.T) {
+	srv := singleServer(t)
+	c := srv.Client(1)
+	defer func() { _ = c.Close() }()
+	pings := func() int64 {
+		info, err := srv.Info(t.Context(), c, "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var calls int64
+		_, _ = fmt.Sscanf(info["cmdstat_ping"], "calls=%d", &calls)
+		return calls
+	}
+	lib := HopFloor(srv.Socket)
+	defer lib.Close()
+	before := pings()
+	r, err := Uncontended(t.Context(), lib, 1, 100*time.Millisecond, "hop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pings() - before; r.Ops == 0 || got < 2*int64(r.Ops) {
+		t.Errorf("%d cycles, %d PINGs; want two per cycle", r.Ops, got)
+	}
 }

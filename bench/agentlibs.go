@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	lockv1 "github.com/redlease/redlease/api/proto/redlease/lock/v1"
@@ -20,6 +21,34 @@ const FamilyAgent = "redlease agent"
 // FamilyAgentCalls is the agent's transport floor: two calls that reach
 // the agent and do nothing there, the least any cycle through it adds.
 const FamilyAgentCalls = "agent calls"
+
+// FamilyHopFloor is the least that a second process between a client and
+// Redis adds, whatever it runs: HopFloor.
+const FamilyHopFloor = "process hop"
+
+// HopFloor is the process-hop floor: two PINGs to redis-server over its Unix
+// socket (Server.Socket), on a client of its own shared by every goroutine.
+// redis-server answers a PING with next to no work, so a cycle of the row
+// costs two round trips to another process on this machine: what any
+// agent, in any language, adds to an acquire+release (two calls) before it
+// does anything. Read against the library's p50, it bounds the ratio an
+// out-of-process agent can reach here.
+func HopFloor(socket string) *Lib {
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: socket, PoolSize: 64})
+	ping := func(ctx context.Context) error { return c.Ping(ctx).Err() }
+	l := &Lib{
+		Name: "process hop floor", Family: FamilyHopFloor,
+		Tuning: "two PINGs to redis-server on its Unix socket: two round trips to a process that does no work",
+		worker: shared(func(ctx context.Context, _ string) (Release, error) {
+			if err := ping(ctx); err != nil {
+				return nil, err
+			}
+			return ping, nil
+		}),
+	}
+	l.onClose(func() { _ = c.Close() })
+	return l
+}
 
 // agentKeepAlive is the keep-alive period of the agent rows' unary leases:
 // longer than any cycle, so no lease is released for want of keep-alives.

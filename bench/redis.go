@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,9 @@ import (
 // persistence off. Close it to kill the process and remove its directory.
 type Server struct {
 	Addr string
+	// Socket is the server's Unix socket: the hop floor (HopFloor) reaches
+	// the server over it, as an agent's clients reach the agent.
+	Socket string
 
 	cmd  *exec.Cmd
 	dir  string
@@ -79,10 +83,12 @@ func startOnce(bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, out: &lockedWriter{}, done: make(chan struct{})}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Socket: filepath.Join(dir, "redis.sock"), dir: dir, out: &lockedWriter{}, done: make(chan struct{})}
 	argv, err := pinned(os.Getenv(ServerCPUsEnv), bin,
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
+		"--unixsocket", s.Socket,
+		"--unixsocketperm", "700",
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", dir,

@@ -40,11 +40,11 @@ func processLibs(s settings) []bench.ProcessLib {
 	return slices.DeleteFunc(libs, func(l bench.ProcessLib) bool { return l.Family == bench.FamilyAgent })
 }
 
-// withoutAgent is rows less the agent's: the plots compare libraries on
+// withoutAgent is rows less the agent's (and their hop floor's): the plots compare libraries on
 // one scale, and the agent rows, several times slower, have their own
 // table.
 func withoutAgent(rows []row) []row {
 	return slices.DeleteFunc(slices.Clone(rows), func(r row) bool {
-		return r.Family == bench.FamilyAgent || r.Family == bench.FamilyAgentCalls
+		return r.Family == bench.FamilyAgent || r.Family == bench.FamilyAgentCalls || r.Family == bench.FamilyHopFloor
 	})
 }

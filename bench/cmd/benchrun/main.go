@@ -333,7 +333,7 @@ func run(ctx context.Context, s settings) (*results, error) {
 	}
 
 	if s.scenarios[scUncontended] {
-		if res.uncontended, err = runUncontended(ctx, s, cnt, client, srv.Addr); err != nil {
+		if res.uncontended, err = runUncontended(ctx, s, cnt, client, srv); err != nil {
 			return nil, err
 		}
 	}
@@ -383,19 +383,19 @@ func slug(s string) string {
 	}, s)
 }
 
-func runUncontended(ctx context.Context, s settings, cnt *counter, client func() *redis.Client, addr string) ([]row, error) {
+func runUncontended(ctx context.Context, s settings, cnt *counter, client func() *redis.Client, srv *bench.Server) ([]row, error) {
 	libs, err := bench.UncontendedLibs(client, s.ttl)
 	if err != nil {
 		return nil, err
 	}
 	defer bench.CloseAll(libs)
 	if s.agent {
-		a, err := startAgent(ctx, addr, s.ttl)
+		a, err := startAgent(ctx, srv.Addr, s.ttl)
 		if err != nil {
 			return nil, err
 		}
 		defer a.Close()
-		agentLibs := bench.AgentLibs(a)
+		agentLibs := append(bench.AgentLibs(a), bench.HopFloor(srv.Socket))
 		defer bench.CloseAll(agentLibs)
 		libs = besideRedlease(libs, agentLibs)
 	}
