@@ -2,7 +2,6 @@ package protocol_test
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,20 +14,10 @@ import (
 	"github.com/redlease/redlease/internal/redistest"
 )
 
-// The protocol-1 scripts as released: what a client not yet upgraded runs
-// during a rolling upgrade.
-var (
-	//go:embed testdata/v1/acquire.lua
-	v1AcquireSrc string
-	//go:embed testdata/v1/release.lua
-	v1ReleaseSrc string
-	v1Acquire    = redis.NewScript(v1AcquireSrc)
-	v1Release    = redis.NewScript(v1ReleaseSrc)
-)
-
-// server runs both protocols' scripts on one redis-server; every call
-// fails the test on a Redis error, so the tests read as the protocol. The
-// current protocol's scripts run the way -protocol.functions says (r).
+// server runs scripts on one redis-server: the current protocol's, the way
+// -protocol.functions says (r), and, beside them, the last protocol-5
+// scripts (history_upgrade_test.go). Every call fails the test on a Redis
+// error, so the tests read as the protocol.
 type server struct {
 	t   testing.TB
 	ctx context.Context
@@ -102,23 +91,7 @@ func (s *server) must(err error) {
 	}
 }
 
-// oldTake is a protocol-1 acquire: acquired, and the fence when it was.
-func (s *server) oldTake(key, value string) (bool, int64) {
-	s.t.Helper()
-	res, err := v1Acquire.Run(s.ctx, s.c, []string{key, protocol.FenceKey(key), protocol.EventsChannel(key)},
-		value, 10000, "1", "old-pod:1").Int64Slice()
-	s.must(err)
-	return res[0] == 1, res[1]
-}
-
-func (s *server) oldGive(key, value string) bool {
-	s.t.Helper()
-	n, err := v1Release.Run(s.ctx, s.c, []string{key, protocol.EventsChannel(key)}, value).Int64()
-	s.must(err)
-	return n == 1
-}
-
-// take is a protocol-2 acquire by a waiter (it queues when the key is held).
+// take is an acquire by a waiter (it queues when the key is held).
 func (s *server) take(key, value string, queued bool) (bool, int64) {
 	s.t.Helper()
 	args := protocol.AcquireArgs{Value: value, TTL: 10 * time.Second, Fencing: true, Identity: "new-pod:1",
@@ -168,49 +141,6 @@ func value(t *testing.T, identity string) string {
 		t.Fatal(err)
 	}
 	return v
-}
-
-// Old and new clients side by side on one server during a rolling upgrade
-// (docs/protocol.md, "Changing the protocol"): a new client never takes a
-// key an old client holds, an old client never takes a key a release handed
-// to a new waiter, every fence is above the one before whoever hands it
-// out, each names the other as holder, and an old release (which knows no
-// line) still lets a queued new waiter in.
-func TestProtocol1And2SideBySide(t *testing.T) {
-	s := newServer(t)
-	const key = "upgrade"
-
-	// An old client holds; a new one is refused and queues.
-	oldValue, newValue := value(t, "old-pod:1"), value(t, "new-pod:1")
-	ok, f := s.oldTake(key, oldValue)
-	s.took(ok, f, "the old client")
-	ok, _ = s.take(key, newValue, false)
-	expect(t, ok, false, "new acquire of a key an old client holds")
-	expect(t, s.holder(key), "old-pod:1", "holder")
-	// The old release knows no line: it deletes the key and says
-	// "released"; the queued new waiter's next attempt takes it.
-	expect(t, s.oldGive(key, oldValue), true, "old release")
-	ok, f = s.take(key, newValue, true)
-	s.took(ok, f, "the queued new waiter, after an old release")
-	expect(t, s.c.ZCard(s.ctx, protocol.LineKey(key)).Val(), 0, "places in line after its only waiter took the key")
-
-	// A second new client queues; the release hands it the key. An old
-	// client, arriving in between, is refused: the key is the waiter's.
-	waiter := value(t, "new-pod:2")
-	ok, _ = s.take(key, waiter, false)
-	expect(t, ok, false, "second new acquire")
-	expect(t, s.give(key, newValue, time.Second), true, "new release")
-	ok, _ = s.oldTake(key, value(t, "old-pod:2"))
-	expect(t, ok, false, "old acquire of a key handed to a waiter")
-	expect(t, s.holder(key), "new-pod:2", "holder after the hand-off")
-	// An old release with its own (stale) value cannot delete it.
-	expect(t, s.oldGive(key, oldValue), false, "old release of a key it no longer holds")
-	ok, f = s.take(key, waiter, true)
-	s.took(ok, f, "the waiter, confirming")
-	expect(t, s.give(key, waiter, time.Second), true, "release")
-	// Free again: the old client takes it with a fence above them all.
-	ok, f = s.oldTake(key, value(t, "old-pod:3"))
-	s.took(ok, f, "the old client, on a free key")
 }
 
 // The waiting line's rules on one server: a release takes the first
