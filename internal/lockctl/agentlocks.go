@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -150,11 +149,11 @@ func agentLocksOf(target *targetFlags, opts []lock.Option) (*agentLocks, error) 
 // NAMESPACE/NAME in any namespace (the pod's Role decides which it may
 // read).
 func splitLockName(s, defaultNS string) (namespace, name string, err error) {
-	namespace, name, qualified := strings.Cut(s, "/")
+	namespace, name, qualified, ok := splitNamespaced(s)
 	if !qualified {
-		namespace, name = defaultNS, s
+		namespace = defaultNS
 	}
-	if len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+	if !ok || len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
 		return "", "", fmt.Errorf("%w: %q: want NAME or NAMESPACE/NAME of a DistributedLock", agent.ErrBadName, s)
 	}
 	return namespace, name, nil

@@ -151,8 +151,8 @@ func (f *installFlags) checks() ([]check, error) {
 }
 
 func namespacedName(flag, s string) (types.NamespacedName, error) {
-	ns, name, ok := strings.Cut(s, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+	ns, name, qualified, ok := splitNamespaced(s)
+	if !ok || !qualified {
 		return types.NamespacedName{}, exit(ExitUsage, fmt.Errorf("%s %q: want NAMESPACE/NAME", flag, s))
 	}
 	return types.NamespacedName{Namespace: ns, Name: name}, nil

@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -95,7 +94,11 @@ func locksOfDoc(doc []byte) ([]v1alpha1.DistributedLock, error) {
 func rbacFromFile(path, ns string, args []string, stdin io.Reader) (string, []string, error) {
 	var names []string
 	for _, a := range args {
-		if n, name, ok := strings.Cut(a, "/"); ok {
+		n, name, qualified, ok := splitNamespaced(a)
+		switch {
+		case !ok:
+			return "", nil, exit(ExitUsage, fmt.Errorf("%q: want NAME or NAMESPACE/NAME of a DistributedLock", a))
+		case qualified:
 			if ns != "" && n != ns {
 				return "", nil, exit(ExitUsage, fmt.Errorf("%s and namespace %s: a Role is in one namespace", a, ns))
 			}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -98,9 +97,14 @@ func releaseKube(ctx context.Context, stdout io.Writer, f releaseFlags, name str
 	if err != nil {
 		return exit(ExitUsage, err)
 	}
-	if before, after, ok := strings.Cut(name, "/"); ok {
-		ns, name = before, after
+	given, lockName, qualified, ok := splitNamespaced(name)
+	if !ok {
+		return exit(ExitUsage, fmt.Errorf("%q: want NAME or NAMESPACE/NAME of a DistributedLock", name))
 	}
+	if qualified {
+		ns = given
+	}
+	name = lockName
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return exit(ExitError, err)

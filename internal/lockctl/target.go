@@ -222,12 +222,9 @@ func (t *takeFlags) redisOptions() ([]lock.Option, error) {
 // lockName splits --lock: NAMESPACE/NAME, or NAME in -n's namespace (the
 // context's by default); a NAMESPACE/ that contradicts -n is refused.
 func (f *targetFlags) lockName() (namespace, name string, err error) {
-	ns, name, qualified := strings.Cut(f.lock, "/")
-	if !qualified {
-		ns, name = "", f.lock
-	}
+	ns, name, qualified, ok := splitNamespaced(f.lock)
 	switch {
-	case name == "" || strings.Contains(name, "/") || (qualified && ns == ""):
+	case !ok:
 		return "", "", exit(ExitUsage, fmt.Errorf("--lock %q: want NAME or NAMESPACE/NAME", f.lock))
 	case qualified && f.kube.namespace() != "" && f.kube.namespace() != ns:
 		return "", "", exit(ExitUsage, fmt.Errorf("--lock %q is in namespace %s, -n says %s", f.lock, ns, f.kube.namespace()))
