@@ -153,6 +153,7 @@ spec:
 		{"no namespace anywhere", []string{"rbac", "-f", file, "--service-account", "settle", "--kubeconfig", offline[1]}},
 		{"a lock the file does not hold", []string{"rbac", "-f", file, "nightly", "-n", ns, "--service-account", "settle"}},
 		{"a file without locks", []string{"rbac", "-f", os.DevNull, "-n", ns, "--service-account", "settle"}},
+		{"a malformed lock name", []string{"rbac", "-f", file, ns + "/pay/x", "--service-account", "settle"}},
 	} {
 		if r := lockctl(t, tc.args...); r.code != 2 {
 			t.Errorf("%s: exit %d, want 2 (stderr %q)", tc.what, r.code, r.stderr)

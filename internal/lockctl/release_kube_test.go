@@ -62,6 +62,7 @@ func TestReleaseThroughKubernetes(t *testing.T) {
 			answer: metav1.Condition{Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonPending, Message: "the lock's master is unknown"},
 			code:   ExitErrorCode, wantErr: []string{"not complete within --timeout", "the lock's master is unknown"}, deadline: 2 * time.Second},
 		{name: "no lock named", args: []string{"-n", ns}, code: ExitUsageCode, wantErr: []string{"name the DistributedLock"}, noRequest: true},
+		{name: "a malformed lock name", args: []string{ns + "/stuck/x"}, code: ExitUsageCode, wantErr: []string{"want NAME or NAMESPACE/NAME"}, noRequest: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { kubeRelease(t, env, ns, kubeconfig, me, c) })
