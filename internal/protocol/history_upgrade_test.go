@@ -38,6 +38,22 @@ type mixedKey struct {
 	key     string
 	permits int
 	fence   int64
+	// q is the failover quarantine every call passes (off: the zero
+	// value), ttl every lease's TTL (0: 10 s).
+	q   protocol.Quarantine
+	ttl time.Duration
+}
+
+func (m *mixedKey) leaseTTL() time.Duration {
+	if m.ttl == 0 {
+		return 10 * time.Second
+	}
+	return m.ttl
+}
+
+// releaseArgs are every release's arguments besides the key and value.
+func (m *mixedKey) releaseArgs() protocol.ReleaseArgs {
+	return protocol.ReleaseArgs{Window: mixedWindow, TTL: m.leaseTTL(), Quarantine: m.q}
 }
 
 // oldClient runs an older protocol's acquire and release on a mixedKey.
@@ -48,12 +64,12 @@ type oldClient struct {
 
 const mixedWindow = time.Second
 
-// take is an acquire by v (queued: it may be in line), without the failover
-// quarantine; it returns the reply.
+// take is an acquire by v (queued: it may be in line); it returns the
+// reply.
 func (m *mixedKey) take(old bool, v string) []int64 {
 	m.t.Helper()
-	args := protocol.AcquireArgs{Value: v, TTL: 10 * time.Second, Fencing: true, Identity: protocol.IdentityFromValue(v),
-		Place: time.Minute, Queued: true, Window: mixedWindow, Permits: m.permits}
+	args := protocol.AcquireArgs{Value: v, TTL: m.leaseTTL(), Fencing: true, Identity: protocol.IdentityFromValue(v),
+		Place: time.Minute, Queued: true, Window: mixedWindow, Permits: m.permits, Quarantine: m.q}
 	var cmd *redis.Cmd
 	switch {
 	case old:
@@ -79,7 +95,7 @@ func (m *mixedKey) give(old bool, v string) {
 	m.t.Helper()
 	var n int
 	var err error
-	a := protocol.ReleaseArgs{Window: mixedWindow, TTL: 10 * time.Second}
+	a := m.releaseArgs()
 	switch {
 	case old:
 		n, err = m.old.give(m, v)
@@ -170,12 +186,54 @@ var protocol5 = oldClient{
 		return v5Acquire.Run(m.ctx, m.c, protocol.AcquireKeys(m.key), args.Argv()...)
 	},
 	give: func(m *mixedKey, v string) (int, error) {
+		a := m.releaseArgs()
 		if m.permits > 0 {
 			keys := []string{m.key, protocol.EventsChannel(m.key), protocol.PermitLineKey(m.key), protocol.HoldersKey(m.key),
 				protocol.FenceKey(m.key), protocol.EpochKey(m.key)}
-			return v5PermitRelease.Run(m.ctx, m.c, keys, v, mixedWindow.Milliseconds(), "0", m.permits, "0", 0, "", "0").Int()
+			quarantine := []any{"", "0"}
+			if a.Quarantine.On {
+				quarantine = []any{protocol.Millis(a.Quarantine.Cutoff), "0"}
+			}
+			argv := append([]any{v, protocol.Millis(a.Window), "0", m.permits, "0", protocol.Millis(a.TTL)}, quarantine...)
+			return v5PermitRelease.Run(m.ctx, m.c, keys, argv...).Int()
 		}
-		call := protocol.FullReleaseCall(m.key, v, protocol.ReleaseArgs{Window: mixedWindow})
+		call := protocol.FullReleaseCall(m.key, v, a)
 		return v5Release.Run(m.ctx, m.c, call.Keys, call.Args...).Int()
 	},
+}
+
+// A failover quarantine holds protocol-5 and protocol-6 clients alike, so
+// the two may share a key with the quarantine on as they may without it
+// (docs/upgrading.md's support window): after a promotion, a holder of
+// either version releases without handing the key over, no client of
+// either version is granted it, and the waiter of the other version gets
+// it once the quarantine has passed. A client that ignored the quarantine
+// (as protocol 4's did) fails the "no grant" checks.
+func TestAQuarantineHoldsProtocol5And6Alike(t *testing.T) {
+	for _, kind := range []quarantineKind{{"lock", 0}, {"semaphore", 1}} {
+		for _, oldHolder := range []bool{true, false} {
+			name := kind.name + "/" + map[bool]string{true: "protocol-5 holder, protocol-6 waiter", false: "protocol-6 holder, protocol-5 waiter"}[oldHolder]
+			t.Run(name, func(t *testing.T) {
+				s := newServer(t)
+				m := &mixedKey{server: s, old: protocol5, key: "job", permits: kind.permits,
+					q: protocol.Quarantine{On: true, Cutoff: 100 * time.Millisecond}, ttl: 400 * time.Millisecond}
+				if _, err := protocol.RecordEpoch(s.ctx, s.r, m.key, m.ttl, m.q); err != nil {
+					t.Fatal(err)
+				}
+				holder, waiter := value(t, "holder:1"), value(t, "waiter:1")
+				expect(t, m.take(oldHolder, holder)[0], 1, "the holder's acquire")
+				// What a promoted replica, to which the holder's key was
+				// replicated, finds: a record naming another server.
+				s.must(s.c.HSet(s.ctx, protocol.EpochKey(m.key), "run", "promoted-elsewhere").Err())
+				expect(t, m.take(!oldHolder, waiter)[0], 0, "the waiter's attempt during the quarantine")
+				m.give(oldHolder, holder)
+				expect(t, kind.handed(s, m.key, waiter), false, "the key handed over during the quarantine")
+				for _, old := range []bool{true, false} {
+					expect(t, m.take(old, value(t, "other:1"))[0], 0, "another client's attempt during the quarantine")
+				}
+				time.Sleep(m.q.Length(m.ttl))
+				expect(t, m.take(!oldHolder, waiter)[0], 1, "the waiter's attempt after the quarantine")
+			})
+		}
+	}
 }
