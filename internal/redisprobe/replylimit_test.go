@@ -6,19 +6,14 @@ SPDX-License-Identifier: Apache-2.0
 package redisprobe
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redlease/redlease/internal/redisconn/certtest"
 	"github.com/redlease/redlease/internal/redistest"
 )
 
@@ -160,33 +155,11 @@ func startDribbler(t *testing.T, reply string) string {
 	})
 }
 
-// startTLSPeer is a TLS peer with a self-signed certificate that answers
+// startTLSPeer is a TLS peer with a throwaway CA's certificate that answers
 // the first command with reply.
 func startTLSPeer(t *testing.T, reply string) string {
 	t.Helper()
-	return redistest.ServeFake(t, &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}, MinVersion: tls.VersionTLS12}, func(c net.Conn) {
+	return redistest.ServeFake(t, &tls.Config{Certificates: []tls.Certificate{certtest.NewCA(t, "peer CA").ServerCert(t, "127.0.0.1")}, MinVersion: tls.VersionTLS12}, func(c net.Conn) {
 		serve(c, true, []string{reply})
 	})
-}
-
-func selfSigned(t *testing.T) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
 }

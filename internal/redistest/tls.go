@@ -1,19 +1,13 @@
 package redistest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
-	"time"
+
+	"github.com/redlease/redlease/internal/redisconn/certtest"
 )
 
 // TLSServerName is the name in the certificate of a server started
@@ -45,35 +39,20 @@ func (s *Server) TLSConfig() *tls.Config {
 // returns the directives that serve TLS only.
 func tlsConf(s *Server) ([]string, error) {
 	if s.caPEM == nil {
-		ca, caKey, caPEM, err := newCert(nil, nil, &x509.Certificate{
-			Subject: pkix.Name{CommonName: "redistest CA"}, IsCA: true, BasicConstraintsValid: true,
-			KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		})
+		ca, err := certtest.NewAuthority("redistest CA")
 		if err != nil {
 			return nil, err
 		}
-		_, key, certPEM, err := newCert(ca, caKey, &x509.Certificate{
-			Subject:     pkix.Name{CommonName: TLSServerName},
-			DNSNames:    []string{TLSServerName, "localhost"},
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-			KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		})
+		certPEM, keyPEM, err := ca.ServerPEM(TLSServerName, "localhost", "127.0.0.1")
 		if err != nil {
 			return nil, err
 		}
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			return nil, err
-		}
-		for name, data := range map[string][]byte{
-			"ca.crt": caPEM, "tls.crt": certPEM,
-			"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		} {
+		for name, data := range map[string][]byte{"ca.crt": ca.PEM(), "tls.crt": certPEM, "tls.key": keyPEM} {
 			if err := os.WriteFile(filepath.Join(s.home, name), data, 0o600); err != nil {
 				return nil, err
 			}
 		}
-		s.caPEM = caPEM
+		s.caPEM = ca.PEM()
 	}
 	return []string{
 		"port 0",
@@ -83,31 +62,4 @@ func tlsConf(s *Server) ([]string, error) {
 		"tls-ca-cert-file " + quote(filepath.Join(s.home, "ca.crt")),
 		"tls-auth-clients no",
 	}, nil
-}
-
-// newCert makes a certificate from tmpl signed by parent (self-signed when
-// parent is nil) and returns it, its key and its PEM.
-func newCert(parent *x509.Certificate, parentKey *ecdsa.PrivateKey, tmpl *x509.Certificate) (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	tmpl.SerialNumber = serial
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
-	if parent == nil {
-		parent, parentKey = tmpl, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }

@@ -7,15 +7,8 @@ package node_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -34,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/redlease/redlease/internal/kubetest"
+	"github.com/redlease/redlease/internal/redisconn/certtest"
 
 	"sigs.k8s.io/yaml"
 )
@@ -235,9 +229,11 @@ func publishQuickstart(t *testing.T) quickstartShell {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	ca, cert := ghcrCertificate(t)
+	// A throwaway CA, and a certificate for ghcr.io it signed.
+	ca := certtest.NewCA(t, "redlease node test CA")
+	cert := ca.ServerCert(t, "ghcr.io")
 	s := quickstartShell{hosts: filepath.Join(dir, "hosts"), ca: filepath.Join(dir, "ca.crt")}
-	if err := os.WriteFile(s.ca, ca, 0o600); err != nil {
+	if err := os.WriteFile(s.ca, ca.PEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(s.hosts, []byte("127.0.0.1 localhost\n"+host+" ghcr.io\n"), 0o644); err != nil { //nolint:gosec // G306: a hosts file, read by everyone
@@ -251,36 +247,6 @@ func publishQuickstart(t *testing.T) quickstartShell {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return s
-}
-
-// ghcrCertificate is a throwaway certificate authority (PEM) and a
-// certificate for ghcr.io it signed.
-func ghcrCertificate(t *testing.T) ([]byte, tls.Certificate) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "redlease node test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "ghcr.io"}, DNSNames: []string{"ghcr.io"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // holdsFencedLock checks that the quick start's pod holds demo/hello: the

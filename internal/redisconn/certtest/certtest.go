@@ -3,41 +3,56 @@ Copyright 2026 The redlease Authors.
 SPDX-License-Identifier: Apache-2.0
 */
 
-// Package certtest makes throw-away certificate authorities and client
-// certificates for tests of mutual TLS (redistest's servers bring their
-// own server certificates, not client ones).
+// Package certtest makes throw-away certificate authorities and the server
+// and client certificates they sign, for tests of TLS: redistest's
+// servers, the mutual TLS of Redis clients and the metrics endpoint, and
+// the node's stand-in for a registry.
 package certtest
 
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 )
 
-// CA is a certificate authority that signs client certificates.
+// CA is a certificate authority, valid for a day, that signs server and
+// client certificates.
 type CA struct {
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
 	pem  []byte
 }
 
-// NewCA makes a CA valid for a day.
+// NewCA makes a CA, failing t when it cannot.
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
+	ca, err := NewAuthority(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// NewAuthority makes a CA: NewCA for code without a testing.TB (a test
+// server's harness).
+func NewAuthority(name string) (*CA, error) {
 	ca := &CA{}
-	ca.cert, ca.key, ca.pem = sign(t, nil, nil, &x509.Certificate{
+	var err error
+	ca.cert, ca.key, ca.pem, err = sign(nil, nil, &x509.Certificate{
 		Subject: pkix.Name{CommonName: name}, IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 	})
-	return ca
+	return ca, err
 }
 
 // PEM returns the CA's certificate.
@@ -58,28 +73,72 @@ func (ca *CA) File(t testing.TB) string {
 // and its private key, both PEM.
 func (ca *CA) ClientCert(t testing.TB, commonName string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	_, key, certPEM := sign(t, ca.cert, ca.key, &x509.Certificate{
+	certPEM, keyPEM, err := ca.issue(&x509.Certificate{
 		Subject:  pkix.Name{CommonName: commonName},
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	})
-	der, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
+	return certPEM, keyPEM
 }
 
-// sign makes a certificate from tmpl signed by parent (self-signed when
-// parent is nil).
-func sign(t testing.TB, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, tmpl *x509.Certificate) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
+// ServerPEM returns a server certificate signed by ca for hosts (DNS
+// names or IP addresses; the first is its common name) and its private
+// key, both PEM.
+func (ca *CA) ServerPEM(hosts ...string) (certPEM, keyPEM []byte, err error) {
+	tmpl := &x509.Certificate{KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	if len(hosts) > 0 {
+		tmpl.Subject.CommonName = hosts[0]
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	return ca.issue(tmpl)
+}
+
+// ServerCert is ServerPEM as a tls.Certificate, for a Go server.
+func (ca *CA) ServerCert(t testing.TB, hosts ...string) tls.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	certPEM, keyPEM, err := ca.ServerPEM(hosts...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+// issue signs tmpl with ca and returns the certificate and its new key,
+// both PEM.
+func (ca *CA) issue(tmpl *x509.Certificate) (certPEM, keyPEM []byte, err error) {
+	_, key, certPEM, err := sign(ca.cert, ca.key, tmpl)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
+}
+
+// sign makes a certificate from tmpl, valid from an hour ago for a day,
+// signed by parent (self-signed when parent is nil).
+func sign(parent *x509.Certificate, parentKey *ecdsa.PrivateKey, tmpl *x509.Certificate) (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, nil, err
 	}
 	tmpl.SerialNumber = serial
 	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
@@ -88,11 +147,11 @@ func sign(t testing.TB, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, t
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, nil, err
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, nil, err
 	}
-	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
