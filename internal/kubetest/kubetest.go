@@ -44,6 +44,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -292,6 +293,32 @@ func (e *Env) KubeconfigFile(t testing.TB) string {
 		t.Fatalf("kubetest: writing a kubeconfig: %v", err)
 	}
 	return path
+}
+
+// KubeconfigAs writes a kubeconfig for the API server that impersonates
+// user (and groups) into t's temp dir and returns its path: what a
+// process run as that user, with no more rights, does.
+func (e *Env) KubeconfigAs(t testing.TB, user string, groups ...string) string {
+	t.Helper()
+	cfg, err := clientcmd.Load(e.env.KubeConfig)
+	if err != nil {
+		t.Fatalf("kubetest: reading the kubeconfig: %v", err)
+	}
+	for _, ai := range cfg.AuthInfos {
+		ai.Impersonate, ai.ImpersonateGroups = user, groups
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig-as")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatalf("kubetest: writing a kubeconfig: %v", err)
+	}
+	return path
+}
+
+// KubeconfigAsServiceAccount is KubeconfigAs for the ServiceAccount
+// ns/name, with the groups the API server gives its tokens.
+func (e *Env) KubeconfigAsServiceAccount(t testing.TB, ns, name string) string {
+	t.Helper()
+	return e.KubeconfigAs(t, "system:serviceaccount:"+ns+":"+name, "system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated")
 }
 
 // WriteKubeconfig writes a kubeconfig for the API server (cluster admin) to

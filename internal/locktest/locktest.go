@@ -68,6 +68,23 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// Eventually polls f every 200 ms, for what a cluster or another process
+// does, and fails t with f's last error unless it returns nil within d.
+func Eventually(t testing.TB, d time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %v", what, d, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // Contend makes a Locker of its own on client, with identity and a TTL of
 // 30 s, wait in the background until ctx ends for key: a lock, or a
 // semaphore of permits when permits is above 1. A lease it gets it

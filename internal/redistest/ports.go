@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"testing"
 )
 
 // clusterBusOffset is how far above its client port a cluster node listens
@@ -22,6 +23,19 @@ var (
 	// retries on a new port when that happens.
 	portsGiven = map[int]bool{}
 )
+
+// FreeAddr is a loopback address (127.0.0.1:port) whose port nothing
+// listens on now and that this process has handed out to no server or
+// other caller, for a process a test starts (a manager's metrics
+// endpoint, say).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	port, err := freePort(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
 
 // freePort returns a loopback port that nothing listens on. With bus set it
 // also needs port+10000 free and the port below maxClusterPort.

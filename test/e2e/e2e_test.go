@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -79,25 +78,6 @@ func run(t *testing.T, tool string, args ...string) string {
 		t.Fatalf("%s %s: %v\n%s%s", tool, strings.Join(args, " "), err, out.String(), errb.String())
 	}
 	return out.String()
-}
-
-// impersonating writes a kubeconfig that acts as the ServiceAccount ns/name.
-func impersonating(t *testing.T, env *kubetest.Env, ns, name string) string {
-	t.Helper()
-	admin := env.KubeconfigFile(t)
-	cfg, err := clientcmd.LoadFromFile(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ai := range cfg.AuthInfos {
-		ai.Impersonate = "system:serviceaccount:" + ns + ":" + name
-		ai.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
-	}
-	path := filepath.Join(t.TempDir(), "sa-kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // managerProcess is a manager startManager started.
@@ -332,7 +312,7 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatal("helm install did not install the CRD")
 	}
 	sa := serviceAccountOf(t, env.Client, ns)
-	startManager(t, impersonating(t, env, ns, sa), ns)
+	startManager(t, env.KubeconfigAsServiceAccount(t, ns, sa), ns)
 
 	lt := startTopologies(t)
 	work := env.Namespace(t)
@@ -365,7 +345,7 @@ func TestKustomizeDeploy(t *testing.T) {
 	}
 	const ns = "redlease-system"
 	sa := serviceAccountOf(t, env.Client, ns)
-	startManager(t, impersonating(t, env, ns, sa), ns)
+	startManager(t, env.KubeconfigAsServiceAccount(t, ns, sa), ns)
 
 	srv := redistest.StartStandalone(t)
 	work := env.Namespace(t)

@@ -74,7 +74,7 @@ func testHook(t *testing.T, env *kubetest.Env, release, ns string) *installCheck
 	if len(c.Command) != 1 || c.Command[0] != "/lockctl" {
 		t.Fatalf("the test Pod runs %v, want /lockctl (the lockctl image's binary)", c.Command)
 	}
-	return &installCheck{kubeconfig: impersonating(t, env, pod.Namespace, pod.Spec.ServiceAccountName), args: c.Args}
+	return &installCheck{kubeconfig: env.KubeconfigAsServiceAccount(t, pod.Namespace, pod.Spec.ServiceAccountName), args: c.Args}
 }
 
 // run runs the test Pod's command (lockctl built from ./cmd/lockctl, with

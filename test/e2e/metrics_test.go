@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/tls"
 	"encoding/pem"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/redlease/redlease/internal/kubetest"
 	"github.com/redlease/redlease/internal/redisconn/certtest"
+	"github.com/redlease/redlease/internal/redistest"
 )
 
 // TestMetricsCertificateAndHTTP2: with --metrics-cert-path the manager's
@@ -34,7 +34,7 @@ func TestMetricsCertificateAndHTTP2(t *testing.T) {
 		http2 bool
 		want  string // the protocol negotiated when the client offers h2 first
 	}{{false, "http/1.1"}, {true, "h2"}} {
-		addr := freeAddr(t)
+		addr := redistest.FreeAddr(t)
 		args := []string{"--metrics-bind-address=" + addr, "--metrics-secure=true", "--metrics-cert-path=" + dir,
 			"--leader-elect=false", "--enable-http2=" + strconv.FormatBool(tc.http2)}
 		startManager(t, kubeconfig, "default", args...)
@@ -46,20 +46,6 @@ func TestMetricsCertificateAndHTTP2(t *testing.T) {
 			t.Errorf("--enable-http2=%v: negotiated %q, want %q", tc.http2, state.NegotiatedProtocol, tc.want)
 		}
 	}
-}
-
-// freeAddr is a loopback address with a port nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 // tlsHandshake connects to addr, offering HTTP/2 first, until the server

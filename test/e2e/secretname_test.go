@@ -93,7 +93,7 @@ func TestGitOpsCredentialsSecretName(t *testing.T) {
 
 	// A pod of the ServiceAccount, with only the rendered Role.
 	env.WaitForAccess(t, "system:serviceaccount:"+ns+":"+sa, ns, "list", "redlease.io", "distributedlocks")
-	cfg, err := clientcmd.BuildConfigFromFlags("", impersonating(t, env, ns, sa))
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.KubeconfigAsServiceAccount(t, ns, sa))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func TestHelmInstallWithStore(t *testing.T) {
 		t.Fatalf("helm install did not create ClusterLockStore %s: %v", storeName, err)
 	}
 	sa := serviceAccountOf(t, env.Client, ns)
-	mgr := startManager(t, impersonating(t, env, ns, sa), ns, "--allow-inline-locks=false")
+	mgr := startManager(t, env.KubeconfigAsServiceAccount(t, ns, sa), ns, "--allow-inline-locks=false")
 	waitStoreReady(t, env.Client, storeName)
 	check := testHook(t, env, "redlease", ns)
 	check.want(t, 0, nil,
@@ -184,7 +184,7 @@ func podKubeconfig(t *testing.T, env *kubetest.Env, ns string) string {
 		len(rb.Subjects) != 1 || rb.Subjects[0].Name != lockUser || rb.RoleRef.Name != role.Name {
 		t.Fatalf("podRole's RoleBinding in %s: %v %+v", ns, err, rb)
 	}
-	return impersonating(t, env, ns, lockUser)
+	return env.KubeconfigAsServiceAccount(t, ns, lockUser)
 }
 
 // tenantCannotReachTheOther connects as a pod of namespace a does, with only
@@ -304,7 +304,7 @@ func TestHelmInstallNamespaced(t *testing.T) {
 	run(t, "helm", "install", "redlease", filepath.Join(root, "charts", "redlease"), "-n", ns, "--create-namespace", "--kubeconfig", admin,
 		"--set", "watchNamespaces={"+work+"}")
 	sa := serviceAccountOf(t, env.Client, ns)
-	startManager(t, impersonating(t, env, ns, sa), ns, "--watch-namespaces="+work)
+	startManager(t, env.KubeconfigAsServiceAccount(t, ns, sa), ns, "--watch-namespaces="+work)
 
 	srv := redistest.StartStandalone(t)
 	redis := v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/kubetest"
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/lock"
@@ -128,7 +129,7 @@ func newFireEnv(t *testing.T) *fireEnv {
 func (f *fireEnv) until(t *testing.T, m *manager, what string, ok func(model.Vector) bool) model.Vector {
 	t.Helper()
 	var last model.Vector
-	eventually(t, time.Minute, what, func() error {
+	locktest.Eventually(t, time.Minute, what, func() error {
 		last = f.target.scrape(t.Context(), m.metrics)
 		if !ok(last) {
 			return fmt.Errorf("not in the manager's metrics yet")
@@ -350,7 +351,7 @@ func reconcileErrors(t *testing.T, f *fireEnv, tl *timeline) (faultAt, end time.
 	ns, srv := f.env.Namespace(t), redistest.StartStandalone(t)
 	const user = "system:serviceaccount:redlease-system:read-only-manager"
 	f.grantWithoutStatusWrites(t, user)
-	m := startManager(t, impersonating(t, f.env, user), "--leader-elect=false", "--watch-namespaces="+ns)
+	m := startManager(t, f.env.KubeconfigAs(t, user), "--leader-elect=false", "--watch-namespaces="+ns)
 	errorsOf := func(v model.Vector) float64 {
 		return value(v, "controller_runtime_reconcile_errors_total", map[string]string{"controller": "distributedlock"})
 	}

@@ -3,7 +3,6 @@ package monitoring_test
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/redlease/redlease/internal/kubetest"
+	"github.com/redlease/redlease/internal/redistest"
 )
 
 // binDir holds the binaries the tests build; TestMain removes it.
@@ -68,7 +65,7 @@ func startManager(t *testing.T, kubeconfig string, extra ...string) *manager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := redistest.FreeAddr(t)
 	args := append([]string{"--metrics-bind-address=" + addr, "--metrics-secure=false", "--health-probe-bind-address=0",
 		"--probe-interval=1s"}, extra...)
 	// Not t.Context(): the cleanup below stops it first.
@@ -117,51 +114,4 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// freeAddr is a loopback address with a port nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
-// impersonating writes a kubeconfig of env that acts as user.
-func impersonating(t *testing.T, env *kubetest.Env, user string) string {
-	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(env.KubeconfigFile(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ai := range cfg.AuthInfos {
-		ai.Impersonate = user
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// eventually retries f every 200 ms until it succeeds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, d, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

@@ -173,23 +173,6 @@ func apply(t *testing.T, manifest string) {
 	commandIn(t, manifest, filepath.Join(root, "bin", "kubectl"), "apply", "-f", "-")
 }
 
-// eventually polls f every 200 ms until it returns nil, and fails t with
-// its last error after d.
-func eventually(t *testing.T, d time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %s: %v", what, d, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // jsonpath is kubectl get ... -o jsonpath=EXPR.
 func jsonpath(t *testing.T, expr string, args ...string) string {
 	t.Helper()

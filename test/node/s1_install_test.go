@@ -12,6 +12,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/redlease/redlease/internal/locktest"
 )
 
 const (
@@ -53,7 +55,7 @@ func TestScenario1Install(t *testing.T) {
 	if len(names) != 2 {
 		t.Fatalf("%d manager pods Ready, want 2: %v", len(names), names)
 	}
-	eventually(t, time.Minute, "a manager pod leads", func() error {
+	locktest.Eventually(t, time.Minute, "a manager pod leads", func() error {
 		leases, err := cs.CoordinationV1().Leases(operatorNS).List(t.Context(), metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -86,7 +88,7 @@ func TestScenario1Install(t *testing.T) {
 	if len(locks) < 10 {
 		t.Fatalf("%d DistributedLocks from config/samples, want 10: %v", len(locks), locks)
 	}
-	eventually(t, 2*time.Minute, "every sample lock reconciled", func() error {
+	locktest.Eventually(t, 2*time.Minute, "every sample lock reconciled", func() error {
 		for _, l := range locks {
 			if jsonpath(t, `{.status.conditions[?(@.type=="Ready")].status}`, "distributedlock", "-n", ns, l) == "" {
 				return fmt.Errorf("%s has no Ready condition", l)

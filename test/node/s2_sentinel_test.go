@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlease/redlease/internal/locktest"
 )
 
 const (
@@ -204,7 +206,7 @@ func TestScenario2SentinelTenants(t *testing.T) {
 	sentinels := jsonpath(t, "{.spec.clusterIP}", "service", "-n", haNS, "redis-sentinel")
 	apply(t, haStoreManifest(sentinels))
 	kubectl(t, "wait", "--for=condition=Ready", "clusterlockstore/"+haStore, "--timeout=2m")
-	eventually(t, time.Minute, "the store's endpoints: a master and two replicas", func() error {
+	locktest.Eventually(t, time.Minute, "the store's endpoints: a master and two replicas", func() error {
 		roles := jsonpath(t, `{range .status.endpoints[?(@.reachable==true)]}{.role}{" "}{end}`, "clusterlockstore", haStore)
 		if strings.Count(roles, "Master") != 1 || strings.Count(roles, "Replica") != 2 {
 			return fmt.Errorf("reachable endpoints' roles: %s", roles)
@@ -243,7 +245,7 @@ func bootstrapReplication(t *testing.T) string {
 		if err := rc.ReplicaOf(t.Context(), master, "6379").Err(); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, time.Minute, pod+" in sync with "+master, func() error {
+		locktest.Eventually(t, time.Minute, pod+" in sync with "+master, func() error {
 			info, err := rc.Info(t.Context(), "replication").Result()
 			if err != nil || !strings.Contains(info, "master_link_status:up") {
 				return fmt.Errorf("%s: %w", info, err)

@@ -19,6 +19,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/redlease/redlease/internal/locktest"
 )
 
 // standbyTTL and standbyProbePeriod bound a takeover: the lease of a
@@ -313,7 +315,7 @@ func steadyLeader(t *testing.T, cs *kubernetes.Clientset, s *endpointSampler, ns
 	t.Helper()
 	var leader string
 	var since time.Time
-	eventually(t, 2*time.Minute, "three standbys running, exactly one ready endpoint", func() error {
+	locktest.Eventually(t, 2*time.Minute, "three standbys running, exactly one ready endpoint", func() error {
 		if n := runningApps(t, cs, ns); len(n) != 3 {
 			return fmt.Errorf("%d pods run lockctl: %v", len(n), n)
 		}
@@ -409,7 +411,7 @@ func TestScenario3ActiveStandby(t *testing.T) {
 		// as ready from its old container (twice in CI, a "takeover" in
 		// 650 ms, before the lease could have run out, closed the window
 		// early and left the real one to count as an outage).
-		eventually(t, 2*bound, "a new holder's endpoint ready after "+how+" of "+leader, func() error {
+		locktest.Eventually(t, 2*bound, "a new holder's endpoint ready after "+how+" of "+leader, func() error {
 			samples := s.since(begin)
 			if len(samples) == 0 {
 				return errors.New("no sample yet")

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/pkg/fence"
 )
 
@@ -105,7 +106,7 @@ func setFreezer(t *testing.T, dir, state string) {
 	if err := os.WriteFile(filepath.Join(dir, "freezer.state"), []byte(state), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "freezer "+dir+" "+state, func() error {
+	locktest.Eventually(t, 10*time.Second, "freezer "+dir+" "+state, func() error {
 		b, err := os.ReadFile(filepath.Join(dir, "freezer.state")) //nolint:gosec // G304: a pod's cgroup
 		if err != nil || strings.TrimSpace(string(b)) != state {
 			return fmt.Errorf("%q, %w", b, err)
@@ -140,7 +141,7 @@ func TestScenario4FrozenPod(t *testing.T) {
 
 	// Another pod takes over once the lease has run out, and writes.
 	var took time.Duration
-	eventually(t, 3*frozenTTL, "another pod writes with a greater fence while "+pod+" is frozen", func() error {
+	locktest.Eventually(t, 3*frozenTTL, "another pod writes with a greater fence while "+pod+" is frozen", func() error {
 		token, _, err := store.Read(t.Context(), ns+"/ledger")
 		if err != nil || token <= held {
 			return fmt.Errorf("the ledger's fence %d, %w", token, err)
@@ -153,7 +154,7 @@ func TestScenario4FrozenPod(t *testing.T) {
 	setFreezer(t, freezer, "THAWED")
 	t.Logf("MEASURE frozen holder: another pod's write accepted %s after the freeze (TTL %s); thawed after %s", ms(took), frozenTTL, ms(time.Since(frozenAt)))
 
-	eventually(t, 30*time.Second, pod+"'s late write, after the thaw", func() error {
+	locktest.Eventually(t, 30*time.Second, pod+"'s late write, after the thaw", func() error {
 		for _, e := range podLogEvents(t, ns, pod, uid, "worker") {
 			if e.Kind == "write" && e.Fence == held {
 				if e.Accepted {
@@ -184,7 +185,7 @@ func TestScenario4FrozenPod(t *testing.T) {
 // log is about-to-write), and returns that pod, its UID and its fence.
 func holderBeforeItsWrite(t *testing.T, cs *kubernetes.Clientset, ns string) (pod, uid string, held uint64) {
 	t.Helper()
-	eventually(t, 2*time.Minute, "a holder between its read and its write, three workers running", func() error {
+	locktest.Eventually(t, 2*time.Minute, "a holder between its read and its write, three workers running", func() error {
 		pods, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=worker"})
 		if err != nil {
 			return err

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/internal/protocol"
 )
 
@@ -99,7 +100,7 @@ func TestScenario5Election(t *testing.T) {
 	var fence uint64
 	for _, how := range []string{"delete", "sigkill", "delete", "sigkill", "delete"} {
 		var value, leader string
-		eventually(t, time.Minute, "a leader among three running candidates", func() error {
+		locktest.Eventually(t, time.Minute, "a leader among three running candidates", func() error {
 			var err error
 			if value, leader, err = holderOf(t, rc, key); err != nil || value == "" {
 				return fmt.Errorf("key %s: %q, %w", key, value, err)
@@ -154,7 +155,7 @@ func TestScenario5Election(t *testing.T) {
 func leadingFence(t *testing.T, ns, pod string) uint64 {
 	t.Helper()
 	var fence uint64
-	eventually(t, 10*time.Second, pod+" says it leads", func() error {
+	locktest.Eventually(t, 10*time.Second, pod+" says it leads", func() error {
 		lines := strings.Split(strings.TrimSpace(kubectl(t, "logs", "-n", ns, pod, "-c", "leader")), "\n")
 		for i := len(lines) - 1; i >= 0; i-- {
 			var e struct {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/redlease/redlease/api/v1alpha1"
+	"github.com/redlease/redlease/internal/locktest"
 )
 
 // leadingManager is the manager pod holding the leader election Lease.
@@ -93,7 +94,7 @@ func sampleLock(t *testing.T, ns, name string) func() []lockLook {
 func activeHolder(t *testing.T, cs *kubernetes.Clientset) lockLook {
 	t.Helper()
 	var l lockLook
-	eventually(t, time.Minute, "the lock's status names the active pod", func() error {
+	locktest.Eventually(t, time.Minute, "the lock's status names the active pod", func() error {
 		var err error
 		if l, err = lookAt(t, "standby", "leader"); err != nil {
 			return err
@@ -121,7 +122,7 @@ func deleteLeadingManager(t *testing.T, cs *kubernetes.Clientset) time.Duration 
 	}
 	begin := time.Now()
 	kubectl(t, "delete", "pod", "-n", operatorNS, old, "--wait=false")
-	eventually(t, time.Minute, "another manager leads after deleting "+old, func() error {
+	locktest.Eventually(t, time.Minute, "another manager leads after deleting "+old, func() error {
 		if now := leadingManager(t, cs); now == "" || now == old {
 			return fmt.Errorf("the Lease is held by %q", now)
 		}
@@ -164,7 +165,7 @@ func TestScenario7OperatorFailover(t *testing.T) {
 	// The new leader follows the lock: a new holder after the holder's pod
 	// is deleted.
 	kubectl(t, "delete", "pod", "-n", ns, strings.SplitN(first.holder, ":", 2)[0], "--wait=false")
-	eventually(t, time.Minute, "the lock's status shows a new holder", func() error {
+	locktest.Eventually(t, time.Minute, "the lock's status shows a new holder", func() error {
 		l, err := lookAt(t, ns, "leader")
 		if err != nil {
 			return err

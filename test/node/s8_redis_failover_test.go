@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/pkg/fence"
 )
 
@@ -105,7 +106,7 @@ func TestScenario8RedisFailover(t *testing.T) {
 	apply(t, redisManifest(t, ns))
 	kubectl(t, "rollout", "status", "-n", ns, "deployment/redis", "--timeout=2m")
 	apply(t, failoverJob(t, ns))
-	eventually(t, 2*time.Minute, "the workers write under the lock", func() error {
+	locktest.Eventually(t, 2*time.Minute, "the workers write under the lock", func() error {
 		if a, _ := workerWrites(t, cs, ns, "app=failover-worker"); a < 3 {
 			return fmt.Errorf("%d writes accepted", a)
 		}
@@ -121,7 +122,7 @@ func TestScenario8RedisFailover(t *testing.T) {
 	kubectl(t, "delete", "pod", "-n", haNS, pod, "--wait=false")
 	t.Logf("SIGKILL of the master %s (%s), its pod deleted", pod, old)
 	var now string
-	eventually(t, 2*time.Minute, "the store and the lock name a new master, Ready", func() error {
+	locktest.Eventually(t, 2*time.Minute, "the store and the lock name a new master, Ready", func() error {
 		now = jsonpath(t, "{.status.master}", "clusterlockstore", haStore)
 		lockMaster := jsonpath(t, "{.status.master}", "distributedlock", "-n", ns, "job")
 		ready := jsonpath(t, `{.status.conditions[?(@.type=="Ready")].status}`, "distributedlock", "-n", ns, "job")

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/internal/lockctl"
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -220,7 +221,7 @@ func holdUntilWaiting(t *testing.T, ns, name string, n int) func() {
 	}
 	return func() {
 		t.Helper()
-		eventually(t, 3*time.Minute, fmt.Sprintf("%d clients waiting for %s", n, key), func() error {
+		locktest.Eventually(t, 3*time.Minute, fmt.Sprintf("%d clients waiting for %s", n, key), func() error {
 			h, err := l.Inspect(t.Context(), key)
 			switch {
 			case err != nil:

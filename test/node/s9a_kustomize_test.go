@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/redlease/redlease/internal/locktest"
 )
 
 // managersUp waits until the manager Deployment in operatorNS has want
@@ -24,7 +26,7 @@ import (
 func managersUp(t *testing.T, cs *kubernetes.Clientset, deployment string, want int) {
 	t.Helper()
 	kubectl(t, "rollout", "status", "-n", operatorNS, "deployment/"+deployment, "--timeout=3m")
-	eventually(t, time.Minute, fmt.Sprintf("%d manager pods Ready", want), func() error {
+	locktest.Eventually(t, time.Minute, fmt.Sprintf("%d manager pods Ready", want), func() error {
 		pods, err := cs.CoreV1().Pods(operatorNS).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=manager"})
 		if err != nil {
 			return err
@@ -83,7 +85,7 @@ func samplesReconciled(t *testing.T, ns string) {
 	if len(locks) < 10 {
 		t.Fatalf("%d DistributedLocks from the samples, want 10: %v", len(locks), locks)
 	}
-	eventually(t, 2*time.Minute, "every sample lock reconciled", func() error {
+	locktest.Eventually(t, 2*time.Minute, "every sample lock reconciled", func() error {
 		for _, l := range locks {
 			if jsonpath(t, `{.status.conditions[?(@.type=="Ready")].status}`, "distributedlock", "-n", ns, l) == "" {
 				return fmt.Errorf("%s has no Ready condition", l)

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/redlease/redlease/internal/cosigntest"
+	"github.com/redlease/redlease/internal/locktest"
 )
 
 // registryLog is the request log of the scenario's registry.
@@ -53,7 +54,7 @@ func serveRegistry(t *testing.T) registryLog {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	})
-	eventually(t, 30*time.Second, "the registry answers", func() error {
+	locktest.Eventually(t, 30*time.Second, "the registry answers", func() error {
 		resp, err := http.Get("http://" + addr + "/v2/") //nolint:noctx // a probe of the harness's registry
 		if err != nil {
 			return err

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/redlease/redlease/internal/kubetest"
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/internal/redisconn/certtest"
 
 	"sigs.k8s.io/yaml"
@@ -256,7 +257,7 @@ func holdsFencedLock(t *testing.T) uint64 {
 	t.Helper()
 	acquired := regexp.MustCompile(`acquired demo/hello: holder \S+, fence (\d+)`)
 	var fence uint64
-	eventually(t, time.Minute, "the lock Ready and held by the pod hello, with the fence its log shows", func() error {
+	locktest.Eventually(t, time.Minute, "the lock Ready and held by the pod hello, with the fence its log shows", func() error {
 		st := jsonpath(t, `{.status.conditions[?(@.type=="Ready")].status} {.status.holder.pod} {.status.holder.fence}`, "-n", "demo", "dlock", "hello")
 		f := strings.Fields(st)
 		if len(f) != 3 || f[0] != "True" || f[1] != "hello" {
@@ -291,7 +292,7 @@ func redisRestartKeepsUsers(t *testing.T, cs *kubernetes.Clientset) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	eventually(t, 2*time.Minute, "the store Ready on the restarted Redis", func() error {
+	locktest.Eventually(t, 2*time.Minute, "the store Ready on the restarted Redis", func() error {
 		st := jsonpath(t, `{.status.conditions[?(@.type=="Ready")].status} {.status.endpoints[0].runID}`, "clusterlockstore", "quickstart")
 		if f := strings.Fields(st); len(f) != 2 || f[0] != "True" || f[1] == before {
 			return fmt.Errorf("Ready and run_id: %q (before the restart: %s)", st, before)
@@ -328,7 +329,7 @@ spec:
     volumeMounts: [{name: snippet, mountPath: /snippet, readOnly: true}]
   volumes: [{name: snippet, hostPath: {path: %s, type: Directory}}]
 `, strings.TrimSpace(string(mustRead(t, filepath.Join(root, "VERSION")))), dir))
-	eventually(t, 2*time.Minute, "the Go snippet's pod Succeeded", func() error {
+	locktest.Eventually(t, 2*time.Minute, "the Go snippet's pod Succeeded", func() error {
 		if phase := jsonpath(t, "{.status.phase}", "-n", "demo", "pod", "quickstart-go"); phase != "Succeeded" {
 			if phase == "Failed" {
 				logs, _ := kubectlErr(t, "-n", "demo", "logs", "quickstart-go")
