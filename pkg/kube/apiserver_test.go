@@ -26,6 +26,7 @@ import (
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/faultproxy"
 	"github.com/redlease/redlease/internal/kubetest"
+	"github.com/redlease/redlease/internal/locktest"
 	"github.com/redlease/redlease/internal/redistest"
 	"github.com/redlease/redlease/pkg/kube"
 	"github.com/redlease/redlease/pkg/lock"
@@ -183,7 +184,7 @@ func TestLockersShareOneWatchAndOneSecretCopy(t *testing.T) {
 	if err := lockers[0].Close(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() bool { return api.openWatches() == 0 })
+	locktest.WaitFor(t, 20*time.Second, "the closed Locker's watch to end", func() bool { return api.openWatches() == 0 })
 	again := newKubeLocker(t, cfg, ns, "job-0")
 	if n := api.openWatches(); n != 1 || again.Key() != ns+"/job-0" {
 		t.Fatalf("a Locker after the last Close: %d watches open, key %q; want a new watch", n, again.Key())
@@ -282,7 +283,7 @@ func TestAPIServerBlip(t *testing.T) {
 			acquiresFromTheLastState(t, cfg, l, tc.changesLate)
 
 			tc.heal(proxy)
-			eventually(t, func() bool {
+			locktest.WaitFor(t, 20*time.Second, "ErrNotReady naming the deleted lock", func() bool {
 				_, err := gone.TryAcquire(t.Context())
 				return errors.Is(err, kube.ErrNotReady) && strings.Contains(err.Error(), "deleted")
 			})
@@ -291,7 +292,7 @@ func TestAPIServerBlip(t *testing.T) {
 			if err := held.Err(); err != nil {
 				t.Fatalf("the lease held on the deleted lock: %v (the deletion leaves Redis alone)", err)
 			}
-			eventually(t, func() bool { // fencing off
+			locktest.WaitFor(t, 20*time.Second, "a lease without a fence, as the lock now says", func() bool {
 				lease, err := l.TryAcquire(t.Context())
 				return err == nil && lease.Release(t.Context()) == nil && lease.Fence() == 0
 			})

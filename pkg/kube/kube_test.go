@@ -377,7 +377,7 @@ func TestMissingKeyOrSecretIsNotReady(t *testing.T) {
 	}
 
 	publish(t, env, dl, ns+"/partial", standalone(srv.Addr()), nil) // no Secret yet
-	eventually(t, func() bool { return l.Key() != "" })
+	locktest.WaitFor(t, 20*time.Second, "the published key", func() bool { return l.Key() != "" })
 	_, err := l.TryAcquire(t.Context())
 	if !errors.Is(err, kube.ErrNotReady) || !strings.Contains(err.Error(), ns+"/"+credentialsSecret) {
 		t.Fatalf("without the Secret: %v, want ErrNotReady naming it", err)
@@ -399,18 +399,6 @@ func TestMissingKeyOrSecretIsNotReady(t *testing.T) {
 		t.Fatalf("without get on the Secret: %v, want Forbidden saying what the pod needs", err)
 	} else {
 		t.Logf("error a user sees: %v", err)
-	}
-}
-
-// eventually waits up to 20s for cond.
-func eventually(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 20s")
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -482,7 +470,7 @@ func TestLockerRefusesToRebindWhileLeasesAreHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	publish(t, env, createLock(t, env, ns, "moved", spec), "jobs/new", standalone(srv.Addr()), nil)
-	eventually(t, func() bool { return l.Key() == "jobs/new" })
+	locktest.WaitFor(t, 20*time.Second, "the moved key", func() bool { return l.Key() == "jobs/new" })
 
 	rc := srv.Client(t)
 	refusesToRebind(t, l, held, srv.Addr())
@@ -718,7 +706,7 @@ func TestLockerOverMutualTLS(t *testing.T) {
 
 	writeSecret(t, env, ns, credentials(clientCA))
 	var lease *lock.Lease
-	eventually(t, func() bool { // the Secret is read again once its copy is a TTL old
+	locktest.WaitFor(t, 20*time.Second, "an acquire with the new Secret (read again once its copy is a TTL old)", func() bool {
 		var err error
 		lease, err = l.TryAcquire(ctx)
 		return err == nil
