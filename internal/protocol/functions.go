@@ -30,13 +30,19 @@ type Script struct {
 	readOnly bool
 	// once: go-redis never sends the script again on its own (sentOnce).
 	once bool
+	// hashArg and functionArg are Hash() and FunctionName() in
+	// interfaces, made once: a string put in an interface at run time is
+	// copied to the heap each time (way.args).
+	hashArg, functionArg any
 }
 
 // newScript is the script name: body, run after uses, the pieces
 // (scripts.go) it calls, listed in their order in pieces.
 func newScript(name string, readOnly bool, body string, uses ...string) *Script {
 	src := strings.Join(uses, "") + body
-	return &Script{Script: redis.NewScript(src), function: LibraryName + "_" + name, src: src, body: body, readOnly: readOnly}
+	s := &Script{Script: redis.NewScript(src), function: LibraryName + "_" + name, src: src, body: body, readOnly: readOnly}
+	s.hashArg, s.functionArg = s.Hash(), s.function
+	return s
 }
 
 // FunctionName is the script's function in the library.
@@ -355,13 +361,13 @@ func (w way) args(call Call) []any {
 	args := make([]any, 0, 3+len(call.Keys)+len(call.Args))
 	switch {
 	case w == wayEvalSha:
-		args = append(args, "evalsha", call.Script.Hash())
+		args = append(args, "evalsha", call.Script.hashArg)
 	case w == wayEval:
 		args = append(args, "eval", call.Script.src)
 	case call.Script.readOnly:
-		args = append(args, "fcall_ro", call.Script.FunctionName())
+		args = append(args, "fcall_ro", call.Script.functionArg)
 	default:
-		args = append(args, "fcall", call.Script.FunctionName())
+		args = append(args, "fcall", call.Script.functionArg)
 	}
 	args = append(args, len(call.Keys))
 	for _, k := range call.Keys {

@@ -29,6 +29,9 @@ type Lease struct {
 	err        error // set once, when the lease ends (and the Locker has forgotten it)
 	deadline   Timer
 	renewing   chan struct{} // non-nil while the watchdog's renewal is in flight
+	// released is Release's error, made with the lease: one allocation
+	// fewer in every acquire+release.
+	released releasedError
 
 	// ctx is made when Done or Context is first called: most leases are
 	// released without either (a context and its cancel are 2 of an
@@ -38,7 +41,7 @@ type Lease struct {
 }
 
 func newLease(l *Locker, t target, value string, fence uint64, sent, validUntil time.Time) *Lease {
-	return &Lease{locker: l, target: t, value: value, fence: fence, acquiredAt: sent, validUntil: validUntil}
+	return &Lease{locker: l, target: t, value: value, fence: fence, acquiredAt: sent, validUntil: validUntil, released: releasedError{key: t.key}}
 }
 
 // start arms the local deadline and schedules the watchdog's first
@@ -280,7 +283,7 @@ func (s *Lease) Release(ctx context.Context) error {
 	// release to reach Redis before its caller closes the clients.
 	s.locker.inflight.RLock()
 	defer s.locker.inflight.RUnlock()
-	first := s.end(&releasedError{key: s.key}, "")
+	first := s.end(&s.released, "")
 	prior := s.Err()
 	if !first && errors.Is(prior, ErrReleased) {
 		return prior

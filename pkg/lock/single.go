@@ -173,6 +173,13 @@ func (s *single) eval(ctx context.Context, key string, call protocol.Call) (cmd,
 	if s.acks == 0 {
 		return s.calls.Run(ctx, s.client, call), nil
 	}
+	return s.evalAcked(ctx, key, call)
+}
+
+// evalAcked is eval under WithReplicaAck: a function of its own, so that
+// the variable its pipeline's closure sets is not moved to the heap on
+// every call without it.
+func (s *single) evalAcked(ctx context.Context, key string, call protocol.Call) (cmd, wait *redis.Cmd) {
 	node, err := s.master(ctx, key)
 	if err != nil {
 		return redis.NewCmdResult(nil, err), nil
