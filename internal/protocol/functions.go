@@ -336,13 +336,19 @@ func (w way) wrong(err error) bool {
 		(strings.HasPrefix(msg, "noperm") && strings.Contains(msg, "fcall"))
 }
 
-// send sends call on c, the way w; once (sentOnce) when the script says so
-// and c can process a command of ours, as go-redis's clients and pipelines
-// can.
+// send sends call on c, the way w. Where c can process a command of ours,
+// as go-redis's clients and pipelines can, the command is built once
+// (way.args: go-redis's EvalSha would put the keys and arguments in a
+// slice of its own again, four more allocations per call) and sent once
+// (sentOnce) when the script says so.
 func (w way) send(ctx context.Context, c redis.Cmdable, call Call) *redis.Cmd {
-	if p, ok := c.(processor); ok && call.Script.once {
+	if p, ok := c.(processor); ok {
 		cmd := redis.NewCmd(ctx, w.args(call)...)
-		_ = p.Process(ctx, sentOnce{cmd}) // the error is cmd's
+		if call.Script.once {
+			_ = p.Process(ctx, sentOnce{cmd}) // the error is cmd's
+		} else {
+			_ = p.Process(ctx, cmd)
+		}
 		return cmd
 	}
 	switch {
