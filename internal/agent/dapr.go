@@ -134,7 +134,7 @@ func (d *daprLocks) lock(w http.ResponseWriter, r *http.Request) {
 		daprFail(w, daprStatus(d.s.fail(err, false)), "ERR_TRY_LOCK", err.Error())
 		return
 	}
-	d.owned[owner] = d.s.leases.add(l, lease, time.Duration(req.ExpiryInSeconds)*time.Second)
+	d.owned[owner] = d.s.leases.add(lease, time.Duration(req.ExpiryInSeconds)*time.Second)
 	daprReply(w, daprLockResponse{Success: true, Fence: strconv.FormatUint(lease.Fence(), 10)})
 }
 

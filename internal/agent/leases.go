@@ -40,7 +40,6 @@ type leaseTable struct {
 
 // heldLease is one unary lease and its keep-alive clock.
 type heldLease struct {
-	lock   Lock
 	lease  *lock.Lease
 	period time.Duration
 	due    time.Time   // released then unless a KeepAlive comes first; guarded by the table's mu
@@ -53,9 +52,9 @@ func newLeaseTable(log logr.Logger) *leaseTable {
 
 // add starts keeping lease alive while keep-alives arrive within period
 // and returns its handle.
-func (t *leaseTable) add(l Lock, lease *lock.Lease, period time.Duration) string {
+func (t *leaseTable) add(lease *lock.Lease, period time.Duration) string {
 	id := newHandle()
-	h := &heldLease{lock: l, lease: lease, period: period}
+	h := &heldLease{lease: lease, period: period}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h.due = time.Now().Add(period)

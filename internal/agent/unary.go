@@ -51,7 +51,7 @@ func (s *Server) lease(ctx context.Context, ref *lockv1.LockRef, period *duratio
 		_ = release(lease)
 		return "", nil, connect.NewError(connect.CodeCanceled, ctx.Err())
 	}
-	return s.leases.add(l, lease, period.AsDuration()), grant(l, lease), nil
+	return s.leases.add(lease, period.AsDuration()), grant(l, lease), nil
 }
 
 // checkPeriod refuses a missing keep-alive period or one outside

@@ -61,7 +61,7 @@ func TestAgentServesDistributedLocks(t *testing.T) {
 		}
 	}
 
-	outsider := startAgent(t, "--kubeconfig", impersonating(t, kubeconfig, "system:serviceaccount:"+ns+":nobody"), "-n", ns)
+	outsider := startAgent(t, "--kubeconfig", env.KubeconfigAs(t, "system:serviceaccount:"+ns+":nobody"), "-n", ns)
 	_, err = outsider.client(false).Get(t.Context(), connect.NewRequest(&lockv1.GetRequest{Lock: ref("nightly")}))
 	if connect.CodeOf(err) != connect.CodePermissionDenied || !strings.Contains(err.Error(), "forbidden") {
 		t.Fatalf("a ServiceAccount without the Role: %v, want PERMISSION_DENIED with the API server's answer", err)

@@ -18,7 +18,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	"github.com/redlease/redlease/api/v1alpha1"
@@ -60,7 +59,7 @@ func TestRBAC(t *testing.T) {
 		t.Errorf("RoleBinding %+v: want Role %s bound to %s/settle", binding, role.Name, ns)
 	}
 	sa := "system:serviceaccount:" + ns + ":settle"
-	asSA := impersonating(t, admin, sa)
+	asSA := env.KubeconfigAs(t, sa)
 	if r := lockctl(t, "status", "rbac", "-n", ns, "--kubeconfig", asSA); r.code == 0 {
 		t.Fatal("the ServiceAccount read the lock before the Role was applied: the test does not act as it")
 	}
@@ -71,16 +70,6 @@ func TestRBAC(t *testing.T) {
 	if r := lockctl(t, "run", "--lock", "rbac", "-n", ns, "--kubeconfig", asSA, "--", "true"); r.code != 0 {
 		t.Errorf("run as the bound ServiceAccount: exit %d, stderr %q", r.code, r.stderr)
 	}
-}
-
-// impersonating copies the kubeconfig at path, acting as user.
-func impersonating(t *testing.T, path, user string) string {
-	t.Helper()
-	return editKubeconfig(t, path, func(cfg *clientcmdapi.Config) {
-		for _, a := range cfg.AuthInfos {
-			a.Impersonate = user
-		}
-	})
 }
 
 func yamlDocs(t *testing.T, s string) [][]byte {
@@ -184,7 +173,7 @@ spec:
 	}
 
 	sa := "system:serviceaccount:" + ns + ":settle"
-	asSA := impersonating(t, admin, sa)
+	asSA := env.KubeconfigAs(t, sa)
 	if err := errors.Join(env.Client.Create(t.Context(), &role), env.Client.Create(t.Context(), &binding)); err != nil {
 		t.Fatal(err)
 	}

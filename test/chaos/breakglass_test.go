@@ -153,12 +153,9 @@ func (s *scenario) breakTheGlass(c *redis.Client, force bool, key, identity stri
 func (s *scenario) lateWrite(p *helper) Write {
 	s.t.Helper()
 	p.signal(syscall.SIGUSR1)
-	w := p.next(s.t, "write", 10*time.Second)
-	s.h.Write(*w.Write)
-	c := p.next(s.t, "claim", 10*time.Second)
-	s.h.Claim(*c.Claim)
-	s.t.Logf("the old holder's late write accepted: %v; its lease ended: %s", w.Write.Accepted, c.Ended)
-	return *w.Write
+	w, ended := s.recordWriteAndClaim(p)
+	s.t.Logf("the old holder's late write accepted: %v; its lease ended: %s", w.Accepted, ended)
+	return w
 }
 
 // checkBreakGlass is the verdict on a break-glass run whose fenced

@@ -104,9 +104,18 @@ func (s *scenario) pausedHelper(role string, env map[string]string) *helper {
 func (s *scenario) resume(p *helper) Write {
 	s.t.Helper()
 	p.signal(syscall.SIGCONT)
+	w, _ := s.recordWriteAndClaim(p)
+	return w
+}
+
+// recordWriteAndClaim records the write a helper reports next, then the
+// claim it reports when its belief ends; it returns the write and why the
+// belief ended.
+func (s *scenario) recordWriteAndClaim(p *helper) (Write, string) {
+	s.t.Helper()
 	w := p.next(s.t, "write", 10*time.Second)
 	s.h.Write(*w.Write)
 	c := p.next(s.t, "claim", 10*time.Second)
 	s.h.Claim(*c.Claim)
-	return *w.Write
+	return *w.Write, c.Ended
 }
