@@ -413,7 +413,7 @@ type EndpointStatus struct {
 	Slots string `json:"slots,omitempty"`
 
 	// libraries are the redlease Redis Functions libraries a master of a
-	// store serves (FUNCTION LIST), e.g. [redlease_v6]; two during a
+	// store serves (FUNCTION LIST), e.g. [redlease_v7]; two during a
 	// rolling upgrade of the protocol. Empty on a master without them (see
 	// the store's FunctionsLoaded condition) and on replicas.
 	// +optional

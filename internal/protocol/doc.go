@@ -10,4 +10,4 @@
 package protocol
 
 // Version is the protocol version documented in docs/protocol.md.
-const Version = 6
+const Version = 7

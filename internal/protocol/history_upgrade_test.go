@@ -12,21 +12,21 @@ import (
 	"github.com/redlease/redlease/internal/protocol"
 )
 
-// The last protocol-5 scripts as released (each with the pieces prepended
-// to it): what a client not yet upgraded to protocol 6 runs.
+// The last protocol-6 scripts as released (each with the pieces prepended
+// to it): what a client not yet upgraded to protocol 7 runs.
 var (
-	//go:embed testdata/v5/acquire.lua
-	v5AcquireSrc string
-	//go:embed testdata/v5/release.lua
-	v5ReleaseSrc string
-	//go:embed testdata/v5/permit_acquire.lua
-	v5PermitAcquireSrc string
-	//go:embed testdata/v5/permit_release.lua
-	v5PermitReleaseSrc string
-	v5Acquire          = redis.NewScript(v5AcquireSrc)
-	v5Release          = redis.NewScript(v5ReleaseSrc)
-	v5PermitAcquire    = redis.NewScript(v5PermitAcquireSrc)
-	v5PermitRelease    = redis.NewScript(v5PermitReleaseSrc)
+	//go:embed testdata/v6/acquire.lua
+	v6AcquireSrc string
+	//go:embed testdata/v6/release.lua
+	v6ReleaseSrc string
+	//go:embed testdata/v6/permit_acquire.lua
+	v6PermitAcquireSrc string
+	//go:embed testdata/v6/permit_release.lua
+	v6PermitReleaseSrc string
+	v6Acquire          = redis.NewScript(v6AcquireSrc)
+	v6Release          = redis.NewScript(v6ReleaseSrc)
+	v6PermitAcquire    = redis.NewScript(v6PermitAcquireSrc)
+	v6PermitRelease    = redis.NewScript(v6PermitReleaseSrc)
 )
 
 // mixedKey is one key that clients of the previous protocol (old) and of
@@ -117,25 +117,23 @@ func boolInt(ok bool, err error) (int, error) {
 	return 0, err
 }
 
-// A hand-off between protocol-5 and protocol-6 clients, both ways, for a
-// lock and a semaphore. Protocol 6 names the counter's history in its
-// notices; a protocol-6 waiter takes a protocol-5 notice (no history) as
-// uncounted, and a protocol-5 waiter reads protocol 6's history where it
-// expects a semaphore's live permits, which is no number, and takes the
-// notice as uncounted too (its ParseGrant's rule, applied here): each
-// confirms first with its own acquire. Every fence is above the one
-// before, and a third client of either version is refused what was handed
-// over.
-func TestProtocol5And6SideBySide(t *testing.T) {
+// A hand-off between protocol-6 and protocol-7 clients, both ways, for a
+// lock and a semaphore. The two write the same keys, values, scores and
+// notices (protocol 7 changes which commands a script runs, not what it
+// writes), so each counts the other's hand-off: the notice names the
+// waiter, the counter after the hand-off and its history. Every fence is
+// above the one before, a third client of either version is refused what
+// was handed over, and the waiter's confirming attempt takes it.
+func TestProtocol6And7SideBySide(t *testing.T) {
 	for _, permits := range []int{0, 2} {
 		for _, oldGiver := range []bool{true, false} {
-			name := map[bool]string{true: "protocol-5 release, protocol-6 waiter", false: "protocol-6 release, protocol-5 waiter"}[oldGiver]
+			name := map[bool]string{true: "protocol-6 release, protocol-7 waiter", false: "protocol-7 release, protocol-6 waiter"}[oldGiver]
 			if permits > 0 {
 				name = "semaphore: " + name
 			}
 			t.Run(name, func(t *testing.T) {
 				s := newServer(t)
-				m := &mixedKey{server: s, old: protocol5, key: "job", permits: permits}
+				m := &mixedKey{server: s, old: protocol6, key: "job", permits: permits}
 				var holders []string
 				for i := range max(permits, 1) {
 					v := value(t, "holder:"+strconv.Itoa(i))
@@ -160,13 +158,9 @@ func TestProtocol5And6SideBySide(t *testing.T) {
 				}
 				g := protocol.ParseGrant(payload)
 				expect(t, g.Digest, protocol.ValueDigest(waiter), "the notice's waiter")
-				if oldGiver {
-					expect(t, g.Counted, false, "a protocol-5 notice, read by protocol 6, is counted")
-				} else {
-					f := strings.Fields(payload)
-					_, err := strconv.Atoi(f[4])
-					expect(t, len(f) >= 5 && err != nil, true, "protocol 6's fifth field is no number (protocol 5 confirms first)")
-				}
+				expect(t, g.Counted, true, "the other version's notice is counted")
+				expect(t, g.History, s.history(), "the notice's history")
+				expect(t, s.counter(m.key), strconv.FormatInt(g.Counter, 10), "the notice's counter")
 				for _, old := range []bool{true, false} {
 					expect(t, m.take(old, value(t, "other:1"))[0], 0, "a third client on what was handed over")
 				}
@@ -176,14 +170,81 @@ func TestProtocol5And6SideBySide(t *testing.T) {
 	}
 }
 
-// protocol5 runs the last protocol-5 scripts, which take the same keys
-// and arguments as protocol 6's.
-var protocol5 = oldClient{
+// Waiters of protocols 6 and 7 on one key are served in the order they
+// arrived, however their attempts interleave: protocol 7's waiter trying
+// again keeps its place without a new arrival (ZSCORE, where protocol 6
+// re-ran ZADD NX with the same effect), and a protocol-7 waiter whose
+// place lapsed joins again at the back, behind a protocol-6 waiter that
+// arrived after it. For a lock and a semaphore.
+func TestAMixedLineKeepsArrivalOrder(t *testing.T) {
+	for _, permits := range []int{0, 1} {
+		t.Run(map[bool]string{true: "semaphore", false: "lock"}[permits > 0], func(t *testing.T) {
+			s := newServer(t)
+			m := &mixedKey{server: s, old: protocol6, key: "job", permits: permits}
+			holder := value(t, "holder:1")
+			expect(t, m.take(false, holder)[0], 1, "the holder")
+			first, second, third := value(t, "first:1"), value(t, "second:1"), value(t, "third:1")
+			expect(t, m.take(false, first)[0], 0, "protocol 7's first waiter")
+			expect(t, m.take(true, second)[0], 0, "protocol 6's second waiter")
+			for range 3 { // each tries again, interleaved: no one moves
+				expect(t, m.take(true, second)[0], 0, "protocol 6's waiter again")
+				expect(t, m.takeFresh(first)[0], 0, "protocol 7's waiter again, the line fresh")
+			}
+			expect(t, strings.Join(s.lineMembers(m), " "), first+" "+second, "the line after retries")
+
+			// first's place lapses (its line entry is gone); third, of
+			// protocol 6, arrives; first tries again and queues at the back.
+			s.must(s.c.ZRem(s.ctx, m.lineKey(), first).Err())
+			expect(t, m.take(true, third)[0], 0, "protocol 6's third waiter")
+			expect(t, m.takeFresh(first)[0], 0, "protocol 7's waiter after its place lapsed")
+			expect(t, strings.Join(s.lineMembers(m), " "), second+" "+third+" "+first, "the line after the lapse")
+		})
+	}
+}
+
+// lineKey is m's waiting line: a lock's or a semaphore's.
+func (m *mixedKey) lineKey() string {
+	if m.permits > 0 {
+		return protocol.PermitLineKey(m.key)
+	}
+	return protocol.LineKey(m.key)
+}
+
+// lineMembers is m's line in arrival order.
+func (s *server) lineMembers(m *mixedKey) []string {
+	s.t.Helper()
+	v, err := s.c.ZRange(s.ctx, m.lineKey(), 0, -1).Result()
+	s.must(err)
+	return v
+}
+
+// takeFresh is a protocol-7 attempt by v, queued, whose line is fresh
+// (protocol.AcquireArgs.LineFresh).
+func (m *mixedKey) takeFresh(v string) []int64 {
+	m.t.Helper()
+	args := protocol.AcquireArgs{Value: v, TTL: m.leaseTTL(), Fencing: true, Identity: protocol.IdentityFromValue(v),
+		Place: time.Minute, Queued: true, Window: mixedWindow, Permits: m.permits, Quarantine: m.q, LineFresh: true}
+	var cmd *redis.Cmd
+	if m.permits > 0 {
+		cmd = m.run(protocol.AcquirePermitScript, protocol.AcquirePermitKeys(m.key), args.PermitArgv()...)
+	} else {
+		call := protocol.AcquireCall(m.key, args)
+		cmd = m.run(call.Script, call.Keys, call.Args...)
+	}
+	res, err := ints(cmd)
+	m.must(err)
+	return res
+}
+
+// protocol6 runs the last protocol-6 scripts, which take the same keys
+// and arguments as protocol 7's (less the line's refresh flag, which they
+// ignore).
+var protocol6 = oldClient{
 	take: func(m *mixedKey, args protocol.AcquireArgs) *redis.Cmd {
 		if m.permits > 0 {
-			return v5PermitAcquire.Run(m.ctx, m.c, protocol.AcquirePermitKeys(m.key), args.PermitArgv()...)
+			return v6PermitAcquire.Run(m.ctx, m.c, protocol.AcquirePermitKeys(m.key), args.PermitArgv()...)
 		}
-		return v5Acquire.Run(m.ctx, m.c, protocol.AcquireKeys(m.key), args.Argv()...)
+		return v6Acquire.Run(m.ctx, m.c, protocol.AcquireKeys(m.key), args.Argv()...)
 	},
 	give: func(m *mixedKey, v string) (int, error) {
 		a := m.releaseArgs()
@@ -195,27 +256,27 @@ var protocol5 = oldClient{
 				quarantine = []any{protocol.Millis(a.Quarantine.Cutoff), "0"}
 			}
 			argv := append([]any{v, protocol.Millis(a.Window), "0", m.permits, "0", protocol.Millis(a.TTL)}, quarantine...)
-			return v5PermitRelease.Run(m.ctx, m.c, keys, argv...).Int()
+			return v6PermitRelease.Run(m.ctx, m.c, keys, argv...).Int()
 		}
 		call := protocol.FullReleaseCall(m.key, v, a)
-		return v5Release.Run(m.ctx, m.c, call.Keys, call.Args...).Int()
+		return v6Release.Run(m.ctx, m.c, call.Keys, call.Args...).Int()
 	},
 }
 
-// A failover quarantine holds protocol-5 and protocol-6 clients alike, so
+// A failover quarantine holds protocol-6 and protocol-7 clients alike, so
 // the two may share a key with the quarantine on as they may without it
 // (docs/upgrading.md's support window): after a promotion, a holder of
 // either version releases without handing the key over, no client of
 // either version is granted it, and the waiter of the other version gets
 // it once the quarantine has passed. A client that ignored the quarantine
 // (as protocol 4's did) fails the "no grant" checks.
-func TestAQuarantineHoldsProtocol5And6Alike(t *testing.T) {
+func TestAQuarantineHoldsProtocol6And7Alike(t *testing.T) {
 	for _, kind := range []quarantineKind{{"lock", 0}, {"semaphore", 1}} {
 		for _, oldHolder := range []bool{true, false} {
-			name := kind.name + "/" + map[bool]string{true: "protocol-5 holder, protocol-6 waiter", false: "protocol-6 holder, protocol-5 waiter"}[oldHolder]
+			name := kind.name + "/" + map[bool]string{true: "protocol-6 holder, protocol-7 waiter", false: "protocol-7 holder, protocol-6 waiter"}[oldHolder]
 			t.Run(name, func(t *testing.T) {
 				s := newServer(t)
-				m := &mixedKey{server: s, old: protocol5, key: "job", permits: kind.permits,
+				m := &mixedKey{server: s, old: protocol6, key: "job", permits: kind.permits,
 					q: protocol.Quarantine{On: true, Cutoff: 100 * time.Millisecond}, ttl: 400 * time.Millisecond}
 				if _, err := protocol.RecordEpoch(s.ctx, s.r, m.key, m.ttl, m.q); err != nil {
 					t.Fatal(err)

@@ -144,8 +144,11 @@ func AcquireCall(key string, a AcquireArgs) Call {
 	if a.Quarantine.On {
 		nkeys, nargs = 5, 12 // the epoch record; the cutoff
 	}
-	if nargs < 9 {
-		a.Window = 0 // left out: boxed as 0, it costs no allocation
+	if a.LineFresh && a.Queued {
+		nargs = 13 // the "0" that spares the line's PEXPIRE
+	}
+	if !a.FIFO {
+		a.Window = 0 // read by FIFO only: boxed as 0, it costs no allocation
 	}
 	return Call{AcquireScript, scriptKeys(key, acquireSuffixes[:nkeys-1]...), a.Argv()[:nargs]}
 }
@@ -201,25 +204,33 @@ type AcquireArgs struct {
 	Sharded bool
 	// Quarantine holds grants back after a failover.
 	Quarantine Quarantine
+	// LineFresh says the caller, queued, kept the line long enough lately
+	// (protocol 7): its last attempt that kept the line was sent less than
+	// half a TTL ago, on the caller's clock, and the line is kept for a
+	// Place of two TTLs and a hand-off window. An attempt that only keeps
+	// its place then leaves the line's expiry as it is. False (the zero
+	// value, and what a protocol-6 client's missing argument reads as)
+	// keeps the line Place longer on every attempt.
+	LineFresh bool
 }
 
 // Argv is the ARGV of AcquireScript.
 func (a AcquireArgs) Argv() []any {
-	return a.Quarantine.appendArgv(append(a.common(1), flag(a.Sharded)))
+	return append(a.Quarantine.appendArgv(append(a.common(1), flag(a.Sharded))), flag(!a.LineFresh))
 }
 
 // PermitArgv is the ARGV of AcquirePermitScript: Argv's with Permits
 // before Sharded.
 func (a AcquireArgs) PermitArgv() []any {
-	return a.Quarantine.appendArgv(append(a.common(2), a.Permits, flag(a.Sharded)))
+	return append(a.Quarantine.appendArgv(append(a.common(2), a.Permits, flag(a.Sharded))), flag(!a.LineFresh))
 }
 
 // common is the arguments Argv and PermitArgv share, in a slice with room
-// for the extra arguments each appends and the quarantine's: one
-// allocation per attempt.
+// for the extra arguments each appends, the quarantine's and the line's
+// refresh flag: one allocation per attempt.
 func (a AcquireArgs) common(extra int) []any {
 	const n = 9
-	return append(make([]any, 0, n+extra+quarantineArgc), a.Value, Millis(a.TTL), flag(a.Fencing), a.Identity, flag(a.Announce),
+	return append(make([]any, 0, n+extra+quarantineArgc+1), a.Value, Millis(a.TTL), flag(a.Fencing), a.Identity, flag(a.Announce),
 		Millis(a.Place), flag(a.Queued), flag(a.FIFO), Millis(a.Window))
 }
 

@@ -55,6 +55,20 @@ type claim struct {
 	// queued says value may have a place in the line (and may have been
 	// handed the key).
 	queued bool
+	// lineKept is when (on the Locker's clock, before sending) value's
+	// last attempt that kept the line Place longer was made; lineFresh
+	// says this attempt need not keep it again (protocol 7: less than half
+	// a TTL since lineKept, with a Place of two TTLs and a hand-off window,
+	// so a waiter trying at least every TTL keeps the line with half a TTL
+	// and a window to spare).
+	lineKept  time.Time
+	lineFresh bool
+}
+
+// lineFreshAt says whether an attempt with c made at now, by a Locker
+// with this ttl, need not keep the line longer (claim.lineFresh).
+func (c claim) lineFreshAt(now time.Time, ttl time.Duration) bool {
+	return c.queued && now.Sub(c.lineKept) < ttl/2
 }
 
 // attempt is the server's answer to one acquisition attempt.

@@ -220,6 +220,44 @@ func TestTheLineHandsTheKeyInArrivalOrder(t *testing.T) {
 	}
 }
 
+// A waiter keeps its place, and the line, however long it waits: a holder
+// renews for ten TTLs while two waiters from other processes wait, and the
+// line holds both, in arrival order, at every look (every 10 ms) until the
+// release hands the key to the first. Protocol 7's waiter keeps the line
+// longer only when its last attempt that did is half a TTL old (the line
+// is kept two TTLs and a hand-off window): a waiter that never kept it
+// after joining would lose the line after 0.9 s here and rejoin behind
+// the other.
+func TestALiveWaiterKeepsTheLineThroughALongWait(t *testing.T) {
+	srv, client := startRedis(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	const ttl = 300 * time.Millisecond
+	ls := separateLockers(t, srv.Addr(), 3, lock.WithTTL(ttl))
+	lease, err := ls[0].TryAcquire(ctx, "patient")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := protocol.LineKey("patient")
+	first := acquireInBackground(ctx, t, ls[1], "patient")
+	waitFor(t, 2*time.Second, "the first waiter to queue", func() bool { return client.ZCard(ctx, line).Val() == 1 })
+	second := acquireInBackground(ctx, t, ls[2], "patient")
+	waitFor(t, 2*time.Second, "the second waiter to queue", func() bool { return client.ZCard(ctx, line).Val() == 2 })
+	order := client.ZRange(ctx, line, 0, -1).Val()
+	for end := time.Now().Add(10 * ttl); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if now := client.ZRange(ctx, line, 0, -1).Val(); !slices.Equal(now, order) {
+			t.Fatalf("the line went from %d waiters to %d (or changed order) while both waited", len(order), len(now))
+		}
+	}
+	released := time.Now()
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expectHandoff(t, first, released, 250*time.Millisecond, 5*time.Second,
+		"the first waiter got the key late", "the first waiter never got the key")
+	expectHandoff(t, second, released, 5*time.Second, 5*time.Second,
+		"the second waiter got the key late", "the second waiter never got the key")
+}
+
 // A waiter whose context ends leaves the line: the next release goes to the
 // waiter behind it at once. A waiter that stayed in line would be handed
 // the key and leave the others waiting the hand-off window (1 s).

@@ -184,6 +184,8 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 			c.queued = false // the hand-off took it out of the line
 			return lease, nil
 		}
+		tried := l.cfg.clock.Now()
+		c.lineFresh = c.lineFreshAt(tried, l.cfg.ttl)
 		lease, spent, err := l.try(ctx, t, c)
 		l.tracing.tried(ctx, n, err)
 		if err == nil {
@@ -196,7 +198,7 @@ func (l *Locker) acquire(ctx context.Context, t target) (lease *Lease, err error
 			return nil, waitEnded(ctx, err, lastErr)
 		}
 		lastErr = err
-		if c, err = l.nextClaim(t, c, w, spent, held && line); err != nil {
+		if c, err = l.nextClaim(t, c, w, spent, held && line, tried); err != nil {
 			return nil, err
 		}
 		if w == nil {

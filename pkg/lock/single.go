@@ -120,7 +120,7 @@ func (s *single) countsHandOffs() bool { return s.acks == 0 }
 func (s *single) acquire(ctx context.Context, t target, c claim) (attempt, error) {
 	key, value := t.key, c.value
 	args := protocol.AcquireArgs{Value: value, TTL: c.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
-		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits, Sharded: s.sharded, Quarantine: s.quarantine}
+		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits, Sharded: s.sharded, Quarantine: s.quarantine, LineFresh: c.lineFresh}
 	var call protocol.Call
 	if t.semaphore() {
 		call = protocol.Call{Script: protocol.AcquirePermitScript, Keys: protocol.AcquirePermitKeys(key), Args: args.PermitArgv()}

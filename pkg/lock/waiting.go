@@ -71,12 +71,16 @@ func (l *Locker) checkRecordedTTL(key string, recorded time.Duration, warned *bo
 	}
 }
 
-// nextClaim is the claim for the attempt after a failed one: c with a new
-// value when its value was spent (given back, or its attempt's outcome
-// unknown: never try with it again), leaving the line with the old one;
-// else c, queued when the failed attempt took (or kept) a place.
-func (l *Locker) nextClaim(t target, c claim, w *waiter, spent, queued bool) (claim, error) {
+// nextClaim is the claim for the attempt after a failed one, made at
+// tried: c with a new value when its value was spent (given back, or its
+// attempt's outcome unknown: never try with it again), leaving the line
+// with the old one; else c, queued when the failed attempt took (or kept)
+// a place, and with the line kept at tried when that attempt kept it.
+func (l *Locker) nextClaim(t target, c claim, w *waiter, spent, queued bool, tried time.Time) (claim, error) {
 	if !spent {
+		if queued && !c.lineFresh {
+			c.lineKept = tried
+		}
 		c.queued = c.queued || queued
 		return c, nil
 	}

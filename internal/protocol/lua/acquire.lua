@@ -1,4 +1,4 @@
--- Acquire (protocols 2, 4 and 6): one round trip, atomic on the server.
+-- Acquire (protocols 2, 4, 6 and 7): one round trip, atomic on the server.
 -- KEYS[1] lock key, KEYS[2] fence counter, KEYS[3] events channel,
 -- KEYS[4] waiting line, KEYS[5] epoch record (lua/epoch.lua)
 -- ARGV[1] value, ARGV[2] ttl (ms), ARGV[3] "1" to increment the fence,
@@ -8,13 +8,15 @@
 -- be in the line already, ARGV[8] "1" for strict FIFO, ARGV[9] hand-off
 -- window (ms), ARGV[10] "1" on Redis Cluster (messages on sharded pub/sub),
 -- ARGV[11] the failover quarantine's cutoff (ms; '' for no quarantine),
--- ARGV[12] "1" when a missing epoch record is a loss (protocol 5).
+-- ARGV[12] "1" when a missing epoch record is a loss (protocol 5),
+-- ARGV[13] "0" when a waiter keeping its place need not keep the line
+-- longer (protocol 7: lua/line.lua's line_join; missing reads as "keep").
 -- A caller leaves out trailing KEYS and ARGV that hold their defaults
 -- (protocol.AcquireCall): KEYS[3] when it does not announce, KEYS[4] when
 -- it neither queues nor is FIFO, KEYS[5] and ARGV[11..12] without a
--- quarantine, ARGV[9] without FIFO, and the flags ARGV[7], [8] and [10]
--- when off. So this script reads each of them only where it matters, and
--- a missing flag as off.
+-- quarantine, ARGV[9] without FIFO, the flags ARGV[7], [8] and [10]
+-- when off, and ARGV[13] when it keeps the line. So this script reads
+-- each of them only where it matters, and a missing flag as its default.
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl,
 -- counter, quarantine, history, recorded} when not (pttl -1: the key has no TTL; a
 -- semaphore holding the key: when its last permit expires; counter: the
@@ -28,9 +30,14 @@
 -- its writes when it fails halfway: on an error after the key was taken,
 -- the key is deleted before the error is returned (lua/taken.lua), so a
 -- failed attempt never leaves a key locked by nobody.
+--
+-- A key this script has seen held (by the confirming GET of a queued
+-- attempt, or FIFO's EXISTS) is not tried with SET NX, which would fail
+-- (protocol 7).
 local key, counter, channel, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value, ttl = ARGV[1], ARGV[2]
 local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
+local refresh = ARGV[13] ~= '0'
 events_sharded = ARGV[10] == '1'
 local cutoff = tonumber(ARGV[11] or '')
 local held_back = epoch_check(KEYS[5], tonumber(ttl), cutoff, ARGV[12] == '1', false)
@@ -41,25 +48,31 @@ local function taken()
   return lease_taken(ARGV, counter, channel, function() redis.call('DEL', key) end)
 end
 
-if queued and lock_value(key) == value then
-  -- The previous holder's release handed the key to this waiter (and took
-  -- it off the line): this attempt is the confirming write of a waiter that
-  -- did not count from the hand-off (protocol 4), and its lease counts from
-  -- its sending.
-  redis.call('PEXPIRE', key, ttl)
-  return taken()
+local held = false
+if queued then
+  local holder = lock_value(key)
+  if holder == value then
+    -- The previous holder's release handed the key to this waiter (and
+    -- took it off the line): this attempt is the confirming write of a
+    -- waiter that did not count from the hand-off (protocol 4), and its
+    -- lease counts from its sending.
+    redis.call('PEXPIRE', key, ttl)
+    return taken()
+  end
+  held = holder ~= false
 end
 if held_back > 0 then
   -- A failover quarantine: nothing is granted. A waiter keeps its place
   -- past the quarantine's end, when it tries again.
-  if place > 0 then line_join(line, value, place + held_back) end
+  if place > 0 then line_join(line, value, place + held_back, queued, true) end
   return fence_not_acquired(counter, math.max(redis.call('PTTL', key), held_back), held_back, epoch_recorded)
 end
 -- Strict FIFO: a free key goes to the head of the line, not to the caller,
 -- unless the caller is the head.
 local handed = false
-if fifo and redis.call('EXISTS', key) == 0 then
-  local head = redis.call('ZRANGE', line, 0, 0)[1]
+if fifo and not held then
+  held = redis.call('EXISTS', key) == 1
+  local head = not held and redis.call('ZRANGE', line, 0, 0)[1]
   if head and head ~= value then
     redis.call('ZREM', line, head)
     hand_over(key, counter, channel, line, head, ARGV[9])
@@ -67,9 +80,9 @@ if fifo and redis.call('EXISTS', key) == 0 then
     handed = true
   end
 end
-if not handed and redis.call('SET', key, value, 'NX', 'PX', ttl) then
+if not handed and not held and redis.call('SET', key, value, 'NX', 'PX', ttl) then
   if queued then redis.call('ZREM', line, value) end
   return taken()
 end
-if place > 0 then line_join(line, value, place) end
+if place > 0 then line_join(line, value, place, queued, refresh) end
 return fence_not_acquired(counter, redis.call('PTTL', key), 0, epoch_recorded)

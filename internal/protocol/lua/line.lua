@@ -1,4 +1,4 @@
--- The waiting line of a lock or semaphore (protocol 2; prepended to the
+-- The waiting line of a lock or semaphore (protocols 2 and 7; prepended to the
 -- acquire and release scripts by internal/protocol/scripts.go).
 --
 -- LINE is a sorted set of waiters' lock values by arrival (the server's
@@ -35,9 +35,20 @@ local function events_publish(channel, msg)
   return sent
 end
 
--- line_join queues value, or keeps its place (and arrival), and keeps the
--- line for keep ms more.
-local function line_join(line, value, keep)
+-- line_join queues value, or keeps its place (and arrival). The line is
+-- kept for keep ms more when value joins, and when refresh is set.
+-- queued says value may be in the line already (the caller's flag): a
+-- value that may not joins without a look; one that may is looked up, and
+-- joins again, at the back, only when it is no longer there (its place
+-- lapsed, or a failover lost it). So a waiter trying again costs one
+-- ZSCORE, and a PEXPIRE only when it asks (protocol 7: a waiter refreshes
+-- the line at least every half TTL, and the line is kept for two TTLs and
+-- a hand-off window), where protocol 6 ran TIME, ZADD and PEXPIRE.
+local function line_join(line, value, keep, queued, refresh)
+  if queued and redis.call('ZSCORE', line, value) then
+    if refresh then redis.call('PEXPIRE', line, keep) end
+    return
+  end
   local t = redis.call('TIME')
   redis.call('ZADD', line, 'NX', t[1] .. string.rep('0', 6 - #t[2]) .. t[2], value)
   redis.call('PEXPIRE', line, keep)

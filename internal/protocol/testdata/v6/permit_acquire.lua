@@ -29,15 +29,41 @@ end
 
 -- fence_seen is the counter as a "not acquired" reply reports it (protocol
 -- 4): every hand-off increments it (line.lua), so an attempt that saw a
--- value lower than a hand-off's ran before that hand-off. 0 when missing (a
--- new counter starts above any value read before, as a fence does); -1
--- when it is not an integer (no hand-off can count from such an attempt).
+-- value lower than a hand-off's ran before that hand-off — within one
+-- history (fence_history). 0 when missing (a new counter starts above any
+-- value read before, as a fence does); -1 when it is not an integer (no
+-- hand-off can count from such an attempt).
 local function fence_seen(counter)
   local v = redis.pcall('GET', counter)
   local n = type(v) == 'string' and tonumber(v)
   if v == false then return 0 end
   if not n or n ~= math.floor(n) then return -1 end
   return n
+end
+
+-- fence_history names the history the counter belongs to (protocol 6):
+-- this server's replication ID. A master takes a new one at every start
+-- and every promotion, and the counter can go back only across one of
+-- those (a restart from an older RDB or an emptied disk, a replica promoted
+-- without the last increments): two values of the counter compare only
+-- within one history. A master also takes a new ID when it creates or
+-- frees its replication backlog; a hand-off across that is confirmed
+-- first, nothing worse. '' when the server reports none, or the caller's
+-- ACL refuses INFO replication (tenants of the operator's stores may run
+-- it): nothing counts then, and the waiter confirms first.
+local function fence_history()
+  local info = redis.pcall('INFO', 'replication')
+  if type(info) ~= 'string' then return '' end
+  return string.match(info, 'master_replid:(%x+)') or ''
+end
+
+-- fence_not_acquired is a "not acquired" reply (protocol 6): {0, ms, the
+-- counter as this attempt saw it, the ms left of a failover quarantine
+-- (0: none), the counter's history, the longest TTL the key's epoch
+-- record holds (lua/epoch.lua; 0 without the quarantine)}. ms is the
+-- holder's PTTL for a lock, the time until a permit frees for a semaphore.
+local function fence_not_acquired(counter, ms, held_back, recorded)
+  return {0, ms, fence_seen(counter), held_back or 0, fence_history(), recorded or 0}
 end
 -- The waiting line of a lock or semaphore (protocol 2; prepended to the
 -- acquire and release scripts by internal/protocol/scripts.go).
@@ -104,16 +130,19 @@ end
 
 -- line_counted gives a hand-off the next value of the key's counter (the
 -- fence counter, lua/fence.lua: protocol 4) and returns the tail of its
--- "granted" message, " <counter> <px>" (and " <held>" when held is given:
--- a semaphore's live permits with this one). A waiter may count its lease
--- from an attempt that saw a lower counter (it ran before this hand-off)
--- plus px, the expiry this hand-off set. '' when the counter cannot be
--- incremented (not an integer): the waiter then confirms first, as before
--- protocol 4. The counter is its fence too.
+-- "granted" message, " <counter> <px> h<history>" (protocol 6: the
+-- counter's history, lua/fence.lua's fence_history) and " <held>" when
+-- held is given (a semaphore's live permits with this one). A waiter may
+-- count its lease from an attempt that saw a lower counter in the same
+-- history (it ran before this hand-off) plus px, the expiry this hand-off
+-- set. '' when the counter cannot be incremented (not an integer): the
+-- waiter then confirms first, as before protocol 4. The counter is its
+-- fence too. A protocol-5 waiter reads the history where it expects held
+-- and confirms first.
 local function line_counted(counter, px, held)
   local g = next_fence(counter)
   if not g then return '', nil end
-  local tail = string.format(' %.0f %d', g, tonumber(px))
+  local tail = string.format(' %.0f %d h%s', g, tonumber(px), fence_history())
   if held then tail = tail .. string.format(' %d', held) end
   return tail, g
 end
@@ -278,16 +307,28 @@ local function epoch_server()
   return run, string.match(repl, 'master_replid:(%x+)'), string.match(repl, 'master_replid2:(%x+)')
 end
 
+-- epoch_recorded is the longest TTL the record holds once epoch_check ran
+-- (nil without the quarantine): epoch_granted compares with it.
+local epoch_recorded = nil
+
 -- epoch_check runs before a script grants or renews under the quarantine
 -- (cutoff, ms, a number: off when nil). ttl (ms) is what this call would
--- grant or renew; missing_waits says a missing record is a loss (its key
--- was declared, or its holders opted in) rather than a new key. It records
--- the epoch and returns the ms left of the quarantine (0: none).
-local function epoch_check(record, ttl, cutoff, missing_waits)
+-- grant or renew; grants says the call is a grant or a renewal already
+-- (a renewal, a release, the controller's declaration), whose TTL the
+-- record takes at once. An acquisition attempt passes grants false and
+-- calls epoch_granted only when it grants (protocol 6): a waiter that
+-- never holds must not lengthen every later quarantine. missing_waits
+-- says a missing record is a loss (its key was declared, or its holders
+-- opted in) rather than a new key; a missing record is sized by ttl, the
+-- one TTL known then. It records the epoch and returns the ms left of the
+-- quarantine (0: none).
+local function epoch_check(record, ttl, cutoff, missing_waits, grants)
   if not cutoff then return 0 end
   local rec = redis.call('HMGET', record, 'run', 'repl', 'ttl', 'until')
   local run, repl, repl2 = epoch_server()
-  local longest = math.max(tonumber(rec[3]) or 0, ttl)
+  local recorded = tonumber(rec[3])
+  local longest = recorded or ttl
+  if grants then longest = math.max(longest, ttl) end
   local untill = tonumber(rec[4])
   local lost = (rec[1] == false and missing_waits) or
     (rec[1] ~= false and (rec[1] ~= run or (rec[2] ~= repl and repl2 ~= epoch_no_replid2)))
@@ -295,14 +336,23 @@ local function epoch_check(record, ttl, cutoff, missing_waits)
     local q = longest + cutoff
     untill = math.max(untill or 0, epoch_now() + q + math.ceil(q / 50))
     redis.call('HSET', record, 'run', run, 'repl', repl, 'ttl', longest, 'until', untill)
-  elseif rec[1] ~= run or rec[2] ~= repl or longest > tonumber(rec[3]) then
+  elseif rec[1] ~= run or rec[2] ~= repl or longest ~= recorded then
     redis.call('HSET', record, 'run', run, 'repl', repl, 'ttl', longest)
   end
+  epoch_recorded = longest
   if not untill then return 0 end
   local left = untill - epoch_now()
   if left > 0 then return left end
   redis.call('HDEL', record, 'until')
   return 0
+end
+
+-- epoch_granted records ttl (ms) as granted on the record's key, after
+-- epoch_check ran with the same cutoff (nothing without the quarantine).
+local function epoch_granted(record, ttl, cutoff)
+  if not cutoff or ttl <= (epoch_recorded or 0) then return end
+  redis.call('HSET', record, 'ttl', ttl)
+  epoch_recorded = ttl
 end
 -- Acquire a permit of a semaphore (protocol 3): one round trip, atomic on
 -- the server.
@@ -316,11 +366,12 @@ end
 -- Redis Cluster (messages on sharded pub/sub), ARGV[12] and ARGV[13] the
 -- failover quarantine's, as lua/acquire.lua's ARGV[11] and ARGV[12]
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, ms,
--- counter} when not: ms until enough permits expire for one to be free (a
--- lock's PTTL when a lock holds the key, -1 if that has no TTL), and the
--- hand-off counter as this attempt saw it (lua/fence.lua's fence_seen);
--- {0, ms, counter, left} when a failover quarantine holds grants back for
--- left ms more (protocol 5); or an error with no permit taken.
+-- counter, quarantine, history, recorded} when not (lua/fence.lua's
+-- fence_not_acquired): ms until enough permits expire for one to be free
+-- (a lock's PTTL when a lock holds the key, -1 if that has no TTL; while a
+-- failover quarantine holds grants back, the ms it has left, which
+-- quarantine reports too), the hand-off counter as this attempt saw it and
+-- its history (protocol 6); or an error with no permit taken.
 local key, counter, channel, line, holders = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local value, ttl = ARGV[1], tonumber(ARGV[2])
 local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
@@ -329,15 +380,17 @@ events_sharded = ARGV[11] == '1'
 
 if permits_is_lock(key) then
   if place > 0 then line_join(line, value, place) end
-  return {0, redis.call('PTTL', key), fence_seen(counter)}
+  return fence_not_acquired(counter, redis.call('PTTL', key))
 end
-local held_back = epoch_check(KEYS[6], ttl, tonumber(ARGV[12] or ''), ARGV[13] == '1')
+local cutoff = tonumber(ARGV[12] or '')
+local held_back = epoch_check(KEYS[6], ttl, cutoff, ARGV[13] == '1', false)
 local now = permits_now()
 permits_purge(key, holders, now)
 
 -- taken runs once value holds a permit until now + ttl, and records its
 -- holder; on an error the permit goes again (lua/taken.lua).
 local function taken()
+  epoch_granted(KEYS[6], ttl, cutoff)
   return lease_taken(ARGV, counter, channel, function()
     redis.call('ZREM', key, value)
     redis.call('HDEL', holders, value)
@@ -369,7 +422,7 @@ if held_back > 0 then
   -- A failover quarantine: nothing is granted; a waiter keeps its place
   -- past the quarantine's end, when it tries again.
   if place > 0 then line_join(line, value, place + held_back) end
-  return {0, held_back, fence_seen(counter), held_back}
+  return fence_not_acquired(counter, held_back, held_back, epoch_recorded)
 end
 -- Strict FIFO: free permits go to the head of the line first, not to the
 -- caller, unless the caller is the head.
@@ -380,6 +433,7 @@ if fifo then
     if not head or head == value then break end
     redis.call('ZREM', line, head)
     permits_hand_over(key, counter, holders, channel, line, head, now, window)
+    epoch_granted(KEYS[6], window, cutoff)
     count, handed = count + 1, true
   end
 end
@@ -392,4 +446,4 @@ if handed then permits_expire(key, holders, now) end
 if place > 0 then line_join(line, value, place) end
 -- count - permits + 1 entries must expire before one permit is free.
 local nth = redis.call('ZRANGE', key, count - permits, count - permits, 'WITHSCORES')[2]
-return {0, tonumber(nth) - now, fence_seen(counter)}
+return fence_not_acquired(counter, tonumber(nth) - now, 0, epoch_recorded)

@@ -29,15 +29,41 @@ end
 
 -- fence_seen is the counter as a "not acquired" reply reports it (protocol
 -- 4): every hand-off increments it (line.lua), so an attempt that saw a
--- value lower than a hand-off's ran before that hand-off. 0 when missing (a
--- new counter starts above any value read before, as a fence does); -1
--- when it is not an integer (no hand-off can count from such an attempt).
+-- value lower than a hand-off's ran before that hand-off — within one
+-- history (fence_history). 0 when missing (a new counter starts above any
+-- value read before, as a fence does); -1 when it is not an integer (no
+-- hand-off can count from such an attempt).
 local function fence_seen(counter)
   local v = redis.pcall('GET', counter)
   local n = type(v) == 'string' and tonumber(v)
   if v == false then return 0 end
   if not n or n ~= math.floor(n) then return -1 end
   return n
+end
+
+-- fence_history names the history the counter belongs to (protocol 6):
+-- this server's replication ID. A master takes a new one at every start
+-- and every promotion, and the counter can go back only across one of
+-- those (a restart from an older RDB or an emptied disk, a replica promoted
+-- without the last increments): two values of the counter compare only
+-- within one history. A master also takes a new ID when it creates or
+-- frees its replication backlog; a hand-off across that is confirmed
+-- first, nothing worse. '' when the server reports none, or the caller's
+-- ACL refuses INFO replication (tenants of the operator's stores may run
+-- it): nothing counts then, and the waiter confirms first.
+local function fence_history()
+  local info = redis.pcall('INFO', 'replication')
+  if type(info) ~= 'string' then return '' end
+  return string.match(info, 'master_replid:(%x+)') or ''
+end
+
+-- fence_not_acquired is a "not acquired" reply (protocol 6): {0, ms, the
+-- counter as this attempt saw it, the ms left of a failover quarantine
+-- (0: none), the counter's history, the longest TTL the key's epoch
+-- record holds (lua/epoch.lua; 0 without the quarantine)}. ms is the
+-- holder's PTTL for a lock, the time until a permit frees for a semaphore.
+local function fence_not_acquired(counter, ms, held_back, recorded)
+  return {0, ms, fence_seen(counter), held_back or 0, fence_history(), recorded or 0}
 end
 -- The waiting line of a lock or semaphore (protocol 2; prepended to the
 -- acquire and release scripts by internal/protocol/scripts.go).
@@ -104,16 +130,19 @@ end
 
 -- line_counted gives a hand-off the next value of the key's counter (the
 -- fence counter, lua/fence.lua: protocol 4) and returns the tail of its
--- "granted" message, " <counter> <px>" (and " <held>" when held is given:
--- a semaphore's live permits with this one). A waiter may count its lease
--- from an attempt that saw a lower counter (it ran before this hand-off)
--- plus px, the expiry this hand-off set. '' when the counter cannot be
--- incremented (not an integer): the waiter then confirms first, as before
--- protocol 4. The counter is its fence too.
+-- "granted" message, " <counter> <px> h<history>" (protocol 6: the
+-- counter's history, lua/fence.lua's fence_history) and " <held>" when
+-- held is given (a semaphore's live permits with this one). A waiter may
+-- count its lease from an attempt that saw a lower counter in the same
+-- history (it ran before this hand-off) plus px, the expiry this hand-off
+-- set. '' when the counter cannot be incremented (not an integer): the
+-- waiter then confirms first, as before protocol 4. The counter is its
+-- fence too. A protocol-5 waiter reads the history where it expects held
+-- and confirms first.
 local function line_counted(counter, px, held)
   local g = next_fence(counter)
   if not g then return '', nil end
-  local tail = string.format(' %.0f %d', g, tonumber(px))
+  local tail = string.format(' %.0f %d h%s', g, tonumber(px), fence_history())
   if held then tail = tail .. string.format(' %d', held) end
   return tail, g
 end
@@ -150,59 +179,63 @@ local function hand_over(key, counter, channel, line, head, window)
   redis.call('SET', key, head, 'PX', window)
   line_grant(channel, line, head, line_counted(counter, window))
 end
--- lease_taken finishes an acquisition once the key (or a permit) is the
--- caller's (shared by the acquire scripts, prepended to them by
--- internal/protocol/scripts.go). argv is the script's ARGV, passed on
--- because a piece the library defines at load sees no ARGV of its own:
--- argv[3] is "1" to increment the fence, argv[4] the identity, argv[5] "1"
--- to announce "acquired <identity>". It takes the next fence from counter,
--- lets record (may be nil) note it, and announces. On an error, undo gives
--- the key or permit back before the error is returned: Redis does not roll
--- back a script's writes, and a failed attempt must never leave a key or
--- permit held by nobody.
--- Returns {1, fence} (fence 0 without fencing), or an error reply.
-local function lease_taken(argv, counter, channel, undo, record)
-  local fence = 0
-  if argv[3] == '1' then
-    local err
-    fence, err = next_fence(counter)
-    if not fence then
-      undo()
-      return err
-    end
-  end
-  if record then record(fence) end
-  if argv[5] == '1' then
-    local sent = events_pcall(channel, 'acquired ' .. argv[4])
-    if type(sent) == 'table' then
-      undo()
-      return sent
-    end
-  end
-  return {1, fence}
-end
--- lock_value reads a lock key (prepended to the lock's acquire, release
--- and renew scripts by internal/protocol/scripts.go).
+-- The holders of a semaphore (protocol 3; prepended, after line.lua, to the
+-- permit scripts by internal/protocol/scripts.go).
 --
--- A key is a lock (a string) or a semaphore (a sorted set, see
--- lua/permits.lua), and a lock's caller may meet the other kind on its key:
--- a DistributedLock whose permits changed while held, two programs
--- configured differently. GET fails on a sorted set with WRONGTYPE, which
--- would fail the whole script: a waiter would stop waiting, a waiter
--- giving up would keep its place, a renewal would report an error instead
--- of a lost lease.
+-- The semaphore key K is a sorted set of the values holding a permit,
+-- scored by when each permit expires (the server's clock in milliseconds);
+-- HOLDERS ({K}:holders) maps each confirmed holder's value to
+-- "<fence> <since>" (its token, and the server's clock in ms when it took
+-- the permit). A permit handed to a waiter and not yet confirmed is in K
+-- only. An entry whose expiry has passed is no permit: every script that
+-- counts or hands out permits removes those first (permits_purge), and K
+-- and HOLDERS expire as a whole with their last permit (permits_expire).
+-- The caller says how many permits the semaphore has: a script admits a
+-- holder only while fewer than that many live entries are in K, and never
+-- removes a live one, so lowering the count revokes nothing.
 
--- lock_value is K's value, or false when K is missing or holds the other
--- kind (no lock value can match it). GET through pcall is the type check:
--- one command, where TYPE then GET would be two on every call.
-local function lock_value(key)
-  local v = redis.pcall('GET', key)
-  if type(v) == 'table' then
-    if string.find(v['err'] or '', 'WRONGTYPE', 1, true) then return false end
-    error(v)
-  end
-  return v
+-- permits_now is the server's clock in milliseconds (exact in a Lua
+-- double: about 1.8e12 today).
+local function permits_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+
+-- permits_is_lock reports a K that a lock holds (or was handed to a lock
+-- waiter): a string, not a holder set. It is neither taken nor changed.
+local function permits_is_lock(key)
+  return redis.call('TYPE', key)['ok'] == 'string'
+end
+
+-- permits_purge removes the entries that expired by now.
+local function permits_purge(key, holders, now)
+  local gone = redis.call('ZRANGEBYSCORE', key, '-inf', now)
+  if #gone > 0 then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    for _, v in ipairs(gone) do redis.call('HDEL', holders, v) end
+  end
+end
+
+-- permits_expire makes K and HOLDERS expire with K's last entry.
+local function permits_expire(key, holders, now)
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+  if last then
+    local ms = tonumber(last) - now
+    redis.call('PEXPIRE', key, ms)
+    redis.call('PEXPIRE', holders, ms)
+  end
+end
+
+-- permits_hand_over gives head, a waiter just taken off the line, a permit
+-- for window ms, counts the hand-off (its fence, recorded in HOLDERS), and
+-- tells it (line_grant) with the number of live permits.
+local function permits_hand_over(key, counter, holders, channel, line, head, now, window)
+  redis.call('ZADD', key, now + window, head)
+  local tail, fence = line_counted(counter, window, redis.call('ZCARD', key))
+  if fence then redis.call('HSET', holders, head, string.format('%.0f %.0f', fence, now)) end
+  line_grant(channel, line, head, tail)
+end
+
 -- The failover quarantine (protocol 5; prepended to the lock's acquire,
 -- release and renew scripts by internal/protocol/scripts.go).
 --
@@ -243,16 +276,28 @@ local function epoch_server()
   return run, string.match(repl, 'master_replid:(%x+)'), string.match(repl, 'master_replid2:(%x+)')
 end
 
+-- epoch_recorded is the longest TTL the record holds once epoch_check ran
+-- (nil without the quarantine): epoch_granted compares with it.
+local epoch_recorded = nil
+
 -- epoch_check runs before a script grants or renews under the quarantine
 -- (cutoff, ms, a number: off when nil). ttl (ms) is what this call would
--- grant or renew; missing_waits says a missing record is a loss (its key
--- was declared, or its holders opted in) rather than a new key. It records
--- the epoch and returns the ms left of the quarantine (0: none).
-local function epoch_check(record, ttl, cutoff, missing_waits)
+-- grant or renew; grants says the call is a grant or a renewal already
+-- (a renewal, a release, the controller's declaration), whose TTL the
+-- record takes at once. An acquisition attempt passes grants false and
+-- calls epoch_granted only when it grants (protocol 6): a waiter that
+-- never holds must not lengthen every later quarantine. missing_waits
+-- says a missing record is a loss (its key was declared, or its holders
+-- opted in) rather than a new key; a missing record is sized by ttl, the
+-- one TTL known then. It records the epoch and returns the ms left of the
+-- quarantine (0: none).
+local function epoch_check(record, ttl, cutoff, missing_waits, grants)
   if not cutoff then return 0 end
   local rec = redis.call('HMGET', record, 'run', 'repl', 'ttl', 'until')
   local run, repl, repl2 = epoch_server()
-  local longest = math.max(tonumber(rec[3]) or 0, ttl)
+  local recorded = tonumber(rec[3])
+  local longest = recorded or ttl
+  if grants then longest = math.max(longest, ttl) end
   local untill = tonumber(rec[4])
   local lost = (rec[1] == false and missing_waits) or
     (rec[1] ~= false and (rec[1] ~= run or (rec[2] ~= repl and repl2 ~= epoch_no_replid2)))
@@ -260,82 +305,67 @@ local function epoch_check(record, ttl, cutoff, missing_waits)
     local q = longest + cutoff
     untill = math.max(untill or 0, epoch_now() + q + math.ceil(q / 50))
     redis.call('HSET', record, 'run', run, 'repl', repl, 'ttl', longest, 'until', untill)
-  elseif rec[1] ~= run or rec[2] ~= repl or longest > tonumber(rec[3]) then
+  elseif rec[1] ~= run or rec[2] ~= repl or longest ~= recorded then
     redis.call('HSET', record, 'run', run, 'repl', repl, 'ttl', longest)
   end
+  epoch_recorded = longest
   if not untill then return 0 end
   local left = untill - epoch_now()
   if left > 0 then return left end
   redis.call('HDEL', record, 'until')
   return 0
 end
--- Acquire (protocols 2 and 4): one round trip, atomic on the server.
--- KEYS[1] lock key, KEYS[2] fence counter, KEYS[3] events channel,
--- KEYS[4] waiting line, KEYS[5] epoch record (lua/epoch.lua)
--- ARGV[1] value, ARGV[2] ttl (ms), ARGV[3] "1" to increment the fence,
--- ARGV[4] identity, ARGV[5] "1" to announce "acquired <identity>",
--- ARGV[6] place (ms): 0 = do not queue, else how long the line is kept
--- for this waiter without another attempt, ARGV[7] "1" when this value may
--- be in the line already, ARGV[8] "1" for strict FIFO, ARGV[9] hand-off
--- window (ms), ARGV[10] "1" on Redis Cluster (messages on sharded pub/sub),
--- ARGV[11] the failover quarantine's cutoff (ms; '' for no quarantine),
--- ARGV[12] "1" when a missing epoch record is a loss (protocol 5).
--- A caller leaves out trailing KEYS and ARGV that hold their defaults
--- (protocol.AcquireCall): KEYS[3] when it does not announce, KEYS[4] when
--- it neither queues nor is FIFO, KEYS[5] and ARGV[11..12] without a
--- quarantine, ARGV[9] without FIFO, and the flags ARGV[7], [8] and [10]
--- when off. So this script reads each of them only where it matters, and
--- a missing flag as off.
--- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl,
--- counter} when not (pttl -1: the key has no TTL; a semaphore holding the
--- key: when its last permit expires; counter: the hand-off counter as this
--- attempt saw it, lua/fence.lua's fence_seen; a fourth element, the ms
--- left of a failover quarantine, when one holds grants back), or an error
--- with the lock key NOT taken.
---
--- A script is atomic against other clients, but Redis does not roll back
--- its writes when it fails halfway: on an error after the key was taken,
--- the key is deleted before the error is returned (lua/taken.lua), so a
--- failed attempt never leaves a key locked by nobody.
-local key, counter, channel, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local value, ttl = ARGV[1], ARGV[2]
-local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
-events_sharded = ARGV[10] == '1'
-local held_back = epoch_check(KEYS[5], tonumber(ttl), tonumber(ARGV[11] or ''), ARGV[12] == '1')
 
--- taken runs once the key holds value for ttl.
-local function taken()
-  return lease_taken(ARGV, counter, channel, function() redis.call('DEL', key) end)
+-- epoch_granted records ttl (ms) as granted on the record's key, after
+-- epoch_check ran with the same cutoff (nothing without the quarantine).
+local function epoch_granted(record, ttl, cutoff)
+  if not cutoff or ttl <= (epoch_recorded or 0) then return end
+  redis.call('HSET', record, 'ttl', ttl)
+  epoch_recorded = ttl
 end
-
-if queued and lock_value(key) == value then
-  -- The previous holder's release handed the key to this waiter (and took
-  -- it off the line): this attempt is the confirming write of a waiter that
-  -- did not count from the hand-off (protocol 4), and its lease counts from
-  -- its sending.
-  redis.call('PEXPIRE', key, ttl)
-  return taken()
+-- Release a permit (protocol 3): remove it only if the value holds it, and
+-- hand the permits now free to the first waiters in line; a waiter giving
+-- up leaves the line.
+-- KEYS[1] semaphore key, KEYS[2] events channel, KEYS[3] the semaphore's
+-- waiting line, KEYS[4] holders, KEYS[5] fence counter (protocol 4: each
+-- hand-off is counted, lua/line.lua's line_counted), KEYS[6] epoch record
+-- (lua/epoch.lua)
+-- ARGV[1] value, ARGV[2] hand-off window (ms), ARGV[3] "1" to announce
+-- "released" when nobody waits, ARGV[4] the number of permits, ARGV[5] "1"
+-- on Redis Cluster (messages on sharded pub/sub), ARGV[6] the semaphore's
+-- TTL (ms), ARGV[7] and ARGV[8] the failover quarantine's (protocol 5): a
+-- release that would hand a permit over checks the epoch first, and during
+-- a quarantine hands none, and its waiters keep their places
+-- Returns 1 when released, 0 when the value held no permit.
+local key, channel, line, holders, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local value, window, permits = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
+events_sharded = ARGV[5] == '1'
+if permits_is_lock(key) then
+  redis.call('ZREM', line, value)
+  return 0
 end
-if held_back > 0 then
-  -- A failover quarantine: nothing is granted. A waiter keeps its place
-  -- past the quarantine's end, when it tries again.
-  if place > 0 then line_join(line, value, place + held_back) end
-  return {0, math.max(redis.call('PTTL', key), held_back), fence_seen(counter), held_back}
+local now = permits_now()
+permits_purge(key, holders, now)
+if not redis.call('ZSCORE', key, value) then
+  redis.call('ZREM', line, value)
+  return 0
 end
--- Strict FIFO: a free key goes to the head of the line, not to the caller,
--- unless the caller is the head.
-local handed = false
-if fifo and redis.call('EXISTS', key) == 0 then
-  local head = redis.call('ZRANGE', line, 0, 0)[1]
-  if head and head ~= value then
-    redis.call('ZREM', line, head)
-    hand_over(key, counter, channel, line, head, ARGV[9])
-    handed = true
+redis.call('ZREM', key, value)
+redis.call('HDEL', holders, value)
+local count, handed = redis.call('ZCARD', key), false
+local checked = false
+while count < permits do
+  local popped = redis.call('ZPOPMIN', line)
+  local head = popped[1]
+  if not head then break end
+  if not checked and epoch_check(KEYS[6], tonumber(ARGV[6] or '0'), tonumber(ARGV[7] or ''), ARGV[8] == '1', true) > 0 then
+    redis.call('ZADD', line, popped[2], head)
+    break
   end
+  checked = true
+  permits_hand_over(key, counter, holders, channel, line, head, now, window)
+  count, handed = count + 1, true
 end
-if not handed and redis.call('SET', key, value, 'NX', 'PX', ttl) then
-  if queued then redis.call('ZREM', line, value) end
-  return taken()
-end
-if place > 0 then line_join(line, value, place) end
-return {0, redis.call('PTTL', key), fence_seen(counter)}
+if not handed and ARGV[3] == '1' then events_publish(channel, 'released') end
+permits_expire(key, holders, now)
+return 1
