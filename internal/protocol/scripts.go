@@ -204,6 +204,9 @@ type AcquireArgs struct {
 	Sharded bool
 	// Quarantine holds grants back after a failover.
 	Quarantine Quarantine
+	// Constants, when set, hold the TTL, window, place and identity boxed
+	// once (NewConstants); nil boxes them at every call.
+	Constants *Constants
 	// LineFresh says the caller, queued, kept the line long enough lately
 	// (protocol 7): its last attempt that kept the line was sent less than
 	// half a TTL ago, on the caller's clock, and the line is kept for a
@@ -230,8 +233,9 @@ func (a AcquireArgs) PermitArgv() []any {
 // refresh flag: one allocation per attempt.
 func (a AcquireArgs) common(extra int) []any {
 	const n = 9
-	return append(make([]any, 0, n+extra+quarantineArgc+1), a.Value, Millis(a.TTL), flag(a.Fencing), a.Identity, flag(a.Announce),
-		Millis(a.Place), flag(a.Queued), flag(a.FIFO), Millis(a.Window))
+	k := a.Constants
+	return append(make([]any, 0, n+extra+quarantineArgc+1), a.Value, k.millis(a.TTL), flag(a.Fencing), k.str(a.Identity), flag(a.Announce),
+		k.millis(a.Place), flag(a.Queued), flag(a.FIFO), k.millis(a.Window))
 }
 
 // flag is a script's "1" or "0" argument, boxed once: a string chosen at
@@ -265,6 +269,8 @@ type ReleaseArgs struct {
 	// release during a quarantine hands the key to nobody.
 	TTL        time.Duration
 	Quarantine Quarantine
+	// Constants is AcquireArgs.Constants.
+	Constants *Constants
 }
 
 // Release deletes key if it still holds value and hands it to the first
@@ -306,7 +312,8 @@ var releaseSuffixes = []string{eventsSuffix, lineSuffix, fenceSuffix, epochSuffi
 
 // releaseArgv is every ARGV of the release script, none left out.
 func releaseArgv(value string, a ReleaseArgs) []any {
-	return a.Quarantine.appendArgv(append(make([]any, 0, 5+quarantineArgc), value, Millis(a.Window), flag(a.Announce), flag(a.Sharded), Millis(a.TTL)))
+	k := a.Constants
+	return a.Quarantine.appendArgv(append(make([]any, 0, 5+quarantineArgc), value, k.millis(a.Window), flag(a.Announce), flag(a.Sharded), k.millis(a.TTL)))
 }
 
 // ErrFenceRange reports a fence above MaxFence, which Lua could not hold

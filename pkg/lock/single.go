@@ -31,6 +31,9 @@ type single struct {
 	ackTimeout time.Duration
 	ttl        time.Duration
 	quarantine protocol.Quarantine
+	// constants are the TTL, window, place and identity every call sends,
+	// boxed once.
+	constants *protocol.Constants
 	// giveBackTimeout bounds the release of an acquisition that will not
 	// be used (a failed WAIT, an attempt whose outcome is unknown).
 	giveBackTimeout time.Duration
@@ -63,7 +66,8 @@ func newSingle(client redis.UniversalClient, c *config) (*single, error) {
 	_, sharded := client.(*redis.ClusterClient)
 	s := &single{client: client, identity: c.identity, fencing: c.fencing, announce: c.announce, released: c.announce, fifo: c.fifo, sharded: sharded,
 		window: c.handoffWindow(), acks: c.replicaAcks, ackTimeout: c.replicaWait, ttl: c.ttl, quarantine: c.quarantine,
-		giveBackTimeout: min(c.ttl, c.closeTimeout), calls: protocol.NewCaller(c.functions), stopCtx: stopCtx, stop: stop}
+		giveBackTimeout: min(c.ttl, c.closeTimeout), calls: protocol.NewCaller(c.functions), stopCtx: stopCtx, stop: stop,
+		constants: protocol.NewConstants(c.ttl, c.handoffWindow(), c.place(), c.identity)}
 	s.run = s.calls.On(client)
 	return s, nil
 }
@@ -120,7 +124,7 @@ func (s *single) countsHandOffs() bool { return s.acks == 0 }
 func (s *single) acquire(ctx context.Context, t target, c claim) (attempt, error) {
 	key, value := t.key, c.value
 	args := protocol.AcquireArgs{Value: value, TTL: c.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
-		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits, Sharded: s.sharded, Quarantine: s.quarantine, LineFresh: c.lineFresh}
+		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits, Sharded: s.sharded, Quarantine: s.quarantine, LineFresh: c.lineFresh, Constants: s.constants}
 	var call protocol.Call
 	if t.semaphore() {
 		call = protocol.Call{Script: protocol.AcquirePermitScript, Keys: protocol.AcquirePermitKeys(key), Args: args.PermitArgv()}
@@ -395,7 +399,8 @@ func (s *single) release(ctx context.Context, t target, value string) (bool, err
 
 // releaseArgs are the arguments of this deployment's releases.
 func (s *single) releaseArgs() protocol.ReleaseArgs {
-	return protocol.ReleaseArgs{Window: s.window, Announce: s.released, Sharded: s.sharded, TTL: s.ttl, Quarantine: s.quarantine}
+	return protocol.ReleaseArgs{Window: s.window, Announce: s.released, Sharded: s.sharded, TTL: s.ttl, Quarantine: s.quarantine,
+		Constants: s.constants}
 }
 
 // raiseFence sets the key's fence counter to at least fence (Redlock's
