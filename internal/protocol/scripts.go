@@ -103,7 +103,7 @@ var pieces = []string{fenceSrc, lineSrc, permitsSrc, takenSrc, valueSrc, epochSr
 // registers them.
 var scripts = []*Script{AcquireScript, releaseScript, RenewScript, raiseFenceScript, AcquirePermitScript,
 	releasePermitScript, RenewPermitScript, readScript, FenceWriteScript, ElectionRecordScript, epochReadScript,
-	revokeScript, forceScript}
+	revokeScript, forceScript, acquireAllScript, releaseAllScript}
 
 // HandoffWindow bounds how long a released key waits for the waiter it was
 // handed to (at most the lock's TTL): a waiter that died at the head of the

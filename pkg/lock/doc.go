@@ -139,6 +139,17 @@
 //     nodes give three holders a majority each). NewRedlock's Lockers
 //     refuse semaphores with ErrInvalidConfig.
 //
+// # Several keys at once
+//
+// Locker.TryAcquireAll(ctx, keys...) takes every key or none in one
+// script, so no client sees part of the set taken
+// (TestTryAcquireAllNeverShowsAPartialHold) and callers naming the keys
+// in different orders cannot deadlock. The MultiLease holds a Lease per
+// key and ends as a whole when any of them ends, giving the others back
+// (TestAMultiLeaseEndsWhenAnyKeyIsLost); Release gives every key back in
+// one script. It does not wait: a caller that retries it can be overtaken
+// again and again by callers of one key, which wait in each key's line.
+//
 // # What it does not guarantee
 //
 //   - A lease cannot stop code that ignores it. A holder paused longer than

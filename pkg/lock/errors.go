@@ -36,6 +36,10 @@ var (
 	// allows functions only, before the operator loaded it). Acquire
 	// retries it within its context; see WithFunctions.
 	ErrLibraryMissing = protocol.ErrLibraryMissing
+	// ErrKeysAcrossSlots: TryAcquireAll was given keys of different Redis
+	// Cluster hash slots, which one script cannot take together. Give them
+	// a common hash tag ("{order-42}:debit", "{order-42}:credit").
+	ErrKeysAcrossSlots = errors.New("lock: keys in different Redis Cluster slots (give them one hash tag)")
 )
 
 // NotAcquiredError reports a lock held by someone else (or a semaphore

@@ -182,6 +182,55 @@ func ExampleLocker_Semaphore() {
 	// <nil> <nil>
 }
 
+func ExampleLocker_TryAcquireAll() {
+	client := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer func() {
+		if err := client.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
+	locker, err := lock.New(client, lock.WithIdentity("transfer-1"))
+	if err != nil {
+		panic(err)
+	}
+	defer func() {
+		if err := locker.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
+	ctx := context.Background()
+
+	// Both accounts or neither, in one round trip: no deadlock with a
+	// transfer that names them in the other order.
+	both, err := locker.TryAcquireAll(ctx, "example/account-7", "example/account-9")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("fences:", len(both.Fences()))
+	_, err = locker.TryAcquireAll(ctx, "example/account-9", "example/account-3")
+	var held *lock.NotAcquiredError
+	fmt.Println("held:", errors.As(err, &held) && held.Key == "example/account-9")
+	fmt.Println(both.Release(ctx))
+	// Output:
+	// fences: 2
+	// held: true
+	// <nil>
+}
+
+// transfer is docs/library.md's several-keys snippet (TestGoSnippets
+// compares them).
+func transfer(ctx context.Context, locker *lock.Locker, from, to string) error {
+	both, err := locker.TryAcquireAll(ctx, "accounts/"+from, "accounts/"+to) // both or neither
+	if err != nil {
+		return err // a *NotAcquiredError names the key that was held
+	}
+	defer both.Release(context.Background()) //nolint:errcheck // as in goService
+	return move(both.Context(), both.Fences())
+}
+
+// move stands for work on two resources, each written with its key's fence.
+func move(ctx context.Context, fences []uint64) error { return settle(ctx, fences[0]) }
+
 // goService is the Go code of docs/library.md's "A lock in a Go service",
 // as the page shows it (test/docs's TestGoSnippets compares them), so that
 // it compiles.
@@ -226,4 +275,4 @@ func semaphore(ctx context.Context, locker *lock.Locker) error {
 func export(ctx context.Context, fence uint64) error { return settle(ctx, fence) }
 
 // Compiled, not run: they need a Redis at redis:6379.
-var _, _ = goService, semaphore
+var _, _, _ = goService, semaphore, transfer

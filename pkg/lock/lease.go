@@ -283,21 +283,38 @@ func (s *Lease) Release(ctx context.Context) error {
 	// release to reach Redis before its caller closes the clients.
 	s.locker.inflight.RLock()
 	defer s.locker.inflight.RUnlock()
-	first := s.end(&s.released, "")
-	prior := s.Err()
-	if !first && errors.Is(prior, ErrReleased) {
+	first, again, prior := s.endForRelease(ctx)
+	if again {
 		return prior
+	}
+	ok, err := s.locker.backend.release(ctx, s.target, s.value)
+	return s.releasedAs(first, prior, ok, err)
+}
+
+// endForRelease ends the lease as released and waits (bounded by ctx) for
+// an in-flight renewal, which must not outlive the release. first says
+// this call ended it; prior is its error; again says it was released
+// before (Release then returns prior without asking Redis).
+func (s *Lease) endForRelease(ctx context.Context) (first, again bool, prior error) {
+	first = s.end(&s.released, "")
+	prior = s.Err()
+	if !first && errors.Is(prior, ErrReleased) {
+		return first, true, prior
 	}
 	s.mu.Lock()
 	renewing := s.renewing
 	s.mu.Unlock()
-	if renewing != nil { // let an in-flight renewal finish so it cannot outlive us
+	if renewing != nil {
 		select {
 		case <-renewing:
 		case <-ctx.Done():
 		}
 	}
-	ok, err := s.locker.backend.release(ctx, s.target, s.value)
+	return first, false, prior
+}
+
+// releasedAs is Release's result once Redis answered ok, err.
+func (s *Lease) releasedAs(first bool, prior error, ok bool, err error) error {
 	switch {
 	case err != nil:
 		return err

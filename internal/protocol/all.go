@@ -1,0 +1,113 @@
+package protocol
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/acquire_all.lua
+	acquireAllSrc string
+	// acquireAllScript takes several lock keys, all or none (AcquireAllCall).
+	acquireAllScript = newScript("acquire_all", false, acquireAllSrc, fenceSrc, lineSrc, takenSrc)
+
+	//go:embed lua/release_all.lua
+	releaseAllSrc string
+	// releaseAllScript gives them back, all at once (ReleaseAll).
+	releaseAllScript = newScript("release_all", false, releaseAllSrc, fenceSrc, lineSrc, valueSrc)
+)
+
+// MaxAllKeys bounds how many keys one all-or-nothing acquisition takes:
+// the script checks and writes them all in one atomic run, during which
+// the server serves nobody else.
+const MaxAllKeys = 64
+
+// allSuffixes and releaseAllSuffixes derive the three keys each lock key
+// brings to acquireAllScript and releaseAllScript after itself.
+var (
+	allSuffixes        = []string{fenceSuffix, lineSuffix, eventsSuffix}
+	releaseAllSuffixes = []string{eventsSuffix, lineSuffix, fenceSuffix}
+)
+
+// AcquireAllCall is the call that takes every one of keys, or none, with
+// a's Value, TTL, Fencing, Identity, Announce, FIFO and Sharded (its other
+// fields do not apply: no place in a line, no quarantine).
+func AcquireAllCall(keys []string, a AcquireArgs) Call {
+	k := a.Constants
+	return Call{acquireAllScript, allKeys(keys, allSuffixes), []any{a.Value, k.millis(a.TTL), flag(a.Fencing), k.str(a.Identity), flag(a.Announce),
+		flag(a.FIFO), flag(a.Sharded)}}
+}
+
+// AllAttempt is acquireAllScript's reply.
+type AllAttempt struct {
+	// Acquired: every key is the caller's; Fences are then theirs, in the
+	// order of the keys (0 without fencing).
+	Acquired bool
+	Fences   []uint64
+	// Held is, when not acquired, the index of the first key found not
+	// free, and Wait its PTTL (-1 ms: no TTL; 0 when it is free but its
+	// FIFO line is not).
+	Held int
+	Wait time.Duration
+}
+
+// ParseAllAttempt reads acquireAllScript's reply for n keys.
+func ParseAllAttempt(cmd *redis.Cmd, n int) (AllAttempt, error) {
+	res, err := cmd.Int64Slice()
+	if err != nil {
+		return AllAttempt{}, err
+	}
+	switch {
+	case len(res) == n+1 && res[0] == 1:
+		a := AllAttempt{Acquired: true, Fences: make([]uint64, n)}
+		for i, f := range res[1:] {
+			if f < 0 {
+				return AllAttempt{}, fmt.Errorf("unexpected reply %v", res)
+			}
+			a.Fences[i] = uint64(f) //nolint:gosec // G115: f >= 0 is checked above
+		}
+		return a, nil
+	case len(res) == 3 && res[0] == 0 && res[1] >= 1 && res[1] <= int64(n):
+		wait := res[2]
+		if wait == -2 { // free, its FIFO line not
+			wait = 0
+		}
+		return AllAttempt{Held: int(res[1]) - 1, Wait: time.Duration(wait) * time.Millisecond}, nil
+	}
+	return AllAttempt{}, fmt.Errorf("unexpected reply %v", res)
+}
+
+// allKeys are the KEYS of a script over several lock keys: each key, then
+// its keys derived with suffixes.
+func allKeys(keys, suffixes []string) []string {
+	ks := make([]string, 0, (1+len(suffixes))*len(keys))
+	for _, k := range keys {
+		ks = append(ks, scriptKeys(k, suffixes...)...)
+	}
+	return ks
+}
+
+// ReleaseAll gives back, at once, every one of keys that value (an
+// AcquireAllCall's) still holds: each handed to the first waiter in its
+// line (who has a.Window to confirm) or deleted. released says, per key,
+// whether it was still value's. a.TTL and a.Quarantine do not apply.
+func ReleaseAll(ctx context.Context, r Runner, keys []string, value string, a ReleaseArgs) (released []bool, err error) {
+	k := a.Constants
+	res, err := r.Run(ctx, Call{releaseAllScript, allKeys(keys, releaseAllSuffixes),
+		[]any{value, k.millis(a.Window), flag(a.Announce), flag(a.Sharded)}}).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", keys, err)
+	}
+	if len(res) != len(keys) {
+		return nil, fmt.Errorf("release %q: unexpected reply %v", keys, res)
+	}
+	released = make([]bool, len(keys))
+	for i, n := range res {
+		released[i] = n == 1
+	}
+	return released, nil
+}

@@ -1,0 +1,32 @@
+-- Release the keys an all-or-nothing acquisition took (protocol 7), all
+-- in one atomic run: no client sees some of them given back and not the
+-- others. Each key still holding the value is handed to the first waiter
+-- in its line, or deleted, as lua/release.lua does for one key; a key no
+-- longer the caller's is left as it is, and the value leaves its line.
+-- KEYS: four per lock key, in the acquisition's order: the key, its events
+-- channel, its waiting line, its fence counter (which counts a hand-off).
+-- ARGV[1] value, ARGV[2] hand-off window (ms), ARGV[3] "1" to announce
+-- "released" when nobody waits, ARGV[4] "1" on Redis Cluster (messages on
+-- sharded pub/sub).
+-- Returns one integer per key: 1 when it was released, 0 when it was no
+-- longer the caller's.
+local n = #KEYS / 4
+events_sharded = ARGV[4] == '1'
+local released = {}
+for i = 1, n do
+  local key, channel, line, counter = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i]
+  if lock_value(key) == ARGV[1] then
+    released[i] = 1
+    local head = redis.call('ZPOPMIN', line)[1]
+    if head then
+      hand_over(key, counter, channel, line, head, ARGV[2])
+    else
+      redis.call('DEL', key)
+      if ARGV[3] == '1' then events_publish(channel, 'released') end
+    end
+  else
+    released[i] = 0
+    redis.call('ZREM', line, ARGV[1])
+  end
+end
+return released
