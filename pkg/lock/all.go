@@ -30,7 +30,8 @@ const MaxAllKeys = protocol.MaxAllKeys
 // Not guaranteed: there is no all-or-nothing Acquire that waits. A caller
 // that retries TryAcquireAll can starve behind a stream of single-key
 // holders, which wait in each key's line and are handed the key on
-// release.
+// release. Locker.Close releases its leases one by one, a MultiLease's
+// keys included.
 func (l *Locker) TryAcquireAll(ctx context.Context, keys ...string) (*MultiLease, error) {
 	start := l.cfg.clock.Now()
 	ctx = l.tracing.startAcquire(ctx, strings.Join(keys, ","), true)
@@ -121,17 +122,16 @@ func (l *Locker) allBackend(keys []string) (*single, error) {
 // acquireAll runs the all-or-nothing script for keys with value. An
 // attempt whose outcome is unknown gives every key back in the
 // background; one that was acquired on the master only (WithReplicaAck)
-// gives them back at once.
+// gives them back at once; either way in one call, as Release does.
 func (s *single) acquireAll(ctx context.Context, keys []string, value string) (protocol.AllAttempt, error) {
 	args := protocol.AcquireArgs{Value: value, TTL: s.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
 		FIFO: s.fifo, Sharded: s.sharded, Constants: s.constants}
 	cmd, wait := s.eval(ctx, keys[0], protocol.AcquireAllCall(keys, args))
 	a, err := protocol.ParseAllAttempt(cmd, len(keys))
+	giveBack := func(ctx context.Context) { _, _ = protocol.ReleaseAll(ctx, s.run, keys, value, s.releaseArgs()) }
 	switch {
 	case err != nil && !protocol.NotSent(err) && ambiguous(err):
-		for _, k := range keys {
-			s.giveBackAsync(target{key: k}, value)
-		}
+		s.giveBackAsyncWith(keys[0], giveBack)
 		fallthrough
 	case err != nil:
 		return protocol.AllAttempt{}, fmt.Errorf("lock: acquire %q: %w", keys, err)
@@ -139,9 +139,7 @@ func (s *single) acquireAll(ctx context.Context, keys []string, value string) (p
 		return a, nil
 	}
 	if err := s.acked(keys[0], wait); err != nil {
-		for _, k := range keys {
-			s.giveBack(target{key: k}, value)
-		}
+		s.giveBackWith(giveBack)
 		return protocol.AllAttempt{}, err
 	}
 	return a, nil

@@ -258,3 +258,18 @@ func TestAMultiLeaseReleaseHandsEachKeyToItsWaiter(t *testing.T) {
 	expectHandoff(t, gotA, released, 250*time.Millisecond, 5*time.Second, "a's waiter got it late", "a's waiter never got it")
 	expectHandoff(t, gotB, released, 250*time.Millisecond, 5*time.Second, "b's waiter got it late", "b's waiter never got it")
 }
+
+// Under WithReplicaAck, keys taken on a master no replica acknowledged
+// are given back, all of them: TryAcquireAll returns ErrNotReplicated and
+// both keys are free.
+func TestTryAcquireAllGivesBackWhatWasNotReplicated(t *testing.T) {
+	_, admin := startRedis(t) // no replica: WAIT 1 times out with 0
+	ctx := ctxTimeout(t, 30*time.Second)
+	l := newLocker(t, admin, lock.WithReplicaAck(1, 100*time.Millisecond))
+	if _, err := l.TryAcquireAll(ctx, "a", "b"); !errors.Is(err, lock.ErrNotReplicated) {
+		t.Fatalf("TryAcquireAll = %v, want ErrNotReplicated", err)
+	}
+	if n := admin.Exists(ctx, "a", "b").Val(); n != 0 {
+		t.Fatalf("%d keys left held after an unreplicated acquisition", n)
+	}
+}

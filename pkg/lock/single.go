@@ -229,18 +229,31 @@ func (s *single) master(ctx context.Context, key string) (*redis.Client, error) 
 // giveBack releases an acquisition that will not be used, within
 // giveBackTimeout, whatever the caller's context.
 func (s *single) giveBack(t target, value string) {
+	s.giveBackWith(func(ctx context.Context) { _, _ = s.release(ctx, t, value) })
+}
+
+// giveBackWith runs release, which gives back an acquisition that will not
+// be used, within giveBackTimeout, whatever the caller's context. It is
+// best effort: the keys expire with their TTL anyway.
+func (s *single) giveBackWith(release func(ctx context.Context)) {
 	ctx, cancel := context.WithTimeout(s.stopCtx, s.giveBackTimeout)
 	defer cancel()
-	_, _ = s.release(ctx, t, value) // best effort: the key expires with its TTL anyway
+	release(ctx)
 }
 
 // giveBackAsync gives back an attempt whose outcome is unknown (or a
 // waiter's place in line, and the key or permit if it was handed to it),
-// without making the caller wait: the server that did not answer may still
-// be stalled. It first waits for the server to answer a PING: a server
-// replies only after it handled every request that was ready before, so
-// the attempt, if it is still to run, has run when the release arrives.
+// without making the caller wait (giveBackAsyncWith).
 func (s *single) giveBackAsync(t target, value string) {
+	s.giveBackAsyncWith(t.key, func(ctx context.Context) { _, _ = s.release(ctx, t, value) })
+}
+
+// giveBackAsyncWith runs release in the background: the server that did
+// not answer may still be stalled. It first waits for the server owning
+// key to answer a PING: a server replies only after it handled every
+// request that was ready before, so the attempt, if it is still to run,
+// has run when the release arrives.
+func (s *single) giveBackAsyncWith(key string, release func(ctx context.Context)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -249,10 +262,10 @@ func (s *single) giveBackAsync(t target, value string) {
 	s.givingBack.Go(func() {
 		ctx, cancel := context.WithTimeout(s.stopCtx, s.giveBackTimeout)
 		defer cancel()
-		if err := s.ping(ctx, t.key); err != nil {
+		if err := s.ping(ctx, key); err != nil {
 			return // still unreachable: the key, if set, expires with its TTL
 		}
-		_, _ = s.release(ctx, t, value)
+		release(ctx)
 	})
 }
 
