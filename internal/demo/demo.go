@@ -110,9 +110,11 @@ type demo struct {
 	stats    map[string]*workerStats
 	cleanups []func()
 	workers  []*exec.Cmd // every library worker, stopped when the run ends
-	aboutTo  chan string // workers announcing a write, once armed
-	armed    bool
-	pausedAt string
+	// consumers read the library workers' reports, until each worker exits.
+	consumers sync.WaitGroup
+	aboutTo   chan string // workers announcing a write, once armed
+	armed     bool
+	pausedAt  string
 }
 
 // printf writes one of the demo's messages to the terminal. A failed write

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -54,7 +56,11 @@ func increment(ctx context.Context, store *fence.RedisStore, worker, ns string, 
 // write. Without a kubeconfig it uses the in-cluster config (in a pod:
 // its service account).
 func runWorker(name, kubeconfig, namespace, lockName, storeAddr string, rounds int, work time.Duration) int {
-	ctx := context.Background()
+	// SIGTERM (the demo's stop) ends a wait for the lock, never a round:
+	// a write that reached the ledger is always reported, so the summary
+	// can count the ledger against the reports.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
 	l, err := podLocker(ctx, kubeconfig, namespace, lockName, lock.WithIdentity(name))
 	if err != nil {
 		say(event{Worker: name, Kind: "error", Detail: err.Error()})
@@ -64,8 +70,11 @@ func runWorker(name, kubeconfig, namespace, lockName, storeAddr string, rounds i
 	rc := redis.NewClient(&redis.Options{Addr: storeAddr})
 	defer func() { _ = rc.Close() }()
 	store := fence.NewRedisStore(rc, "")
-	for done := 0; rounds == 0 || done < rounds; {
+	for done := 0; (rounds == 0 || done < rounds) && ctx.Err() == nil; {
 		lease, err := l.Acquire(ctx)
+		if ctx.Err() != nil {
+			break
+		}
 		if err != nil {
 			say(event{Worker: name, Kind: "error", Detail: err.Error()})
 			time.Sleep(500 * time.Millisecond)
@@ -73,8 +82,9 @@ func runWorker(name, kubeconfig, namespace, lockName, storeAddr string, rounds i
 		}
 		done++
 		say(event{Worker: name, Kind: "acquired", Fence: lease.Fence()})
-		increment(ctx, store, name, namespace, lease.Fence(), work)
-		if err := lease.Release(ctx); errors.Is(err, lock.ErrLeaseLost) {
+		round := context.WithoutCancel(ctx)
+		increment(round, store, name, namespace, lease.Fence(), work)
+		if err := lease.Release(round); errors.Is(err, lock.ErrLeaseLost) {
 			say(event{Worker: name, Kind: "lost", Fence: lease.Fence(), Detail: err.Error()})
 		} else {
 			say(event{Worker: name, Kind: "released", Fence: lease.Fence()})
@@ -87,6 +97,9 @@ func runWorker(name, kubeconfig, namespace, lockName, storeAddr string, rounds i
 // runWriteOnce is the command lockctl runs: one increment of namespace's
 // ledger with LOCK_FENCE.
 func runWriteOnce(name, namespace, storeAddr string) int {
+	// lockctl forwards the demo's SIGTERM; the one round finishes first,
+	// so that a write that reached the ledger is reported.
+	signal.Ignore(syscall.SIGTERM)
 	token, err := strconv.ParseUint(os.Getenv("LOCK_FENCE"), 10, 64)
 	if err != nil {
 		say(event{Worker: name, Kind: "error", Detail: "no LOCK_FENCE: " + err.Error()})

@@ -59,12 +59,30 @@ func (d *demo) runWorkers(ctx context.Context, st *stack, bin string, duration t
 			d.table(ctx, st.env.Client, time.Since(start))
 		}
 	}
-	for _, c := range d.workers {
-		_ = c.Process.Signal(syscall.SIGCONT)
-		_ = c.Process.Kill()
-	}
+	d.stopWorkers()
 	wg.Wait()
 	return ctx.Err()
+}
+
+// stopWorkers stops the library workers: each finishes its round (a write
+// that reached the ledger is reported) and exits on SIGTERM, and every
+// report is read before the summary counts them. A worker still running
+// after 10 s is killed.
+func (d *demo) stopWorkers() {
+	for _, c := range d.workers {
+		_ = c.Process.Signal(syscall.SIGCONT)
+		_ = c.Process.Signal(syscall.SIGTERM)
+	}
+	read := make(chan struct{})
+	go func() { d.consumers.Wait(); close(read) }()
+	select {
+	case <-read:
+	case <-time.After(10 * time.Second):
+		for _, c := range d.workers {
+			_ = c.Process.Kill()
+		}
+		<-read
+	}
 }
 
 // spawnLogged starts a background process writing to logPath, killed at cleanup.
@@ -121,7 +139,7 @@ func (d *demo) spawnWorker(self, ns, name string, args ...string) (*exec.Cmd, er
 	}
 	d.onCleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	d.workers = append(d.workers, cmd)
-	go d.consume(out)
+	d.consumers.Go(func() { d.consume(out) })
 	return cmd, nil
 }
 
@@ -178,6 +196,10 @@ func (d *demo) lockctlLoop(ctx context.Context, lockctl, kubeconfig, self, store
 		args := []string{"run", "--kubeconfig", kubeconfig, "--lock", ns + "/" + lockName,
 			"--identity", "lockctl", "--wait", "20s", "--", self, "write-once", "--name", "lockctl", "--namespace", ns, "--store", store}
 		cmd := exec.CommandContext(ctx, lockctl, args...) //nolint:gosec // G204: bin/lockctl, which make demo builds, running the demo itself
+		// At the end, SIGTERM: lockctl stops waiting, or forwards it to
+		// write-once, which finishes its round; killed only after 10 s.
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = 10 * time.Second
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
