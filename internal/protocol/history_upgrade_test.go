@@ -1,7 +1,7 @@
 package protocol_test
 
 import (
-	_ "embed"
+	"embed"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,22 +12,31 @@ import (
 	"github.com/redlease/redlease/internal/protocol"
 )
 
-// The last protocol-6 scripts as released (each with the pieces prepended
-// to it): what a client not yet upgraded to protocol 7 runs.
+// The last protocol-6 scripts as released: what a client not yet upgraded
+// to protocol 7 runs. testdata/v6 holds protocol 6's Lua files as they
+// were, the shared pieces once; each script is its pieces, then its body,
+// as EVALSHA sent it.
 var (
-	//go:embed testdata/v6/acquire.lua
-	v6AcquireSrc string
-	//go:embed testdata/v6/release.lua
-	v6ReleaseSrc string
-	//go:embed testdata/v6/permit_acquire.lua
-	v6PermitAcquireSrc string
-	//go:embed testdata/v6/permit_release.lua
-	v6PermitReleaseSrc string
-	v6Acquire          = redis.NewScript(v6AcquireSrc)
-	v6Release          = redis.NewScript(v6ReleaseSrc)
-	v6PermitAcquire    = redis.NewScript(v6PermitAcquireSrc)
-	v6PermitRelease    = redis.NewScript(v6PermitReleaseSrc)
+	//go:embed testdata/v6
+	v6Files         embed.FS
+	v6Acquire       = v6Script("acquire", "fence", "line", "taken", "value", "epoch")
+	v6Release       = v6Script("release", "fence", "line", "value", "epoch")
+	v6PermitAcquire = v6Script("permit_acquire", "fence", "line", "permits", "taken", "epoch")
+	v6PermitRelease = v6Script("permit_release", "fence", "line", "permits", "epoch")
 )
+
+// v6Script is protocol 6's script body with the pieces it used prepended.
+func v6Script(body string, pieces ...string) *redis.Script {
+	var src strings.Builder
+	for _, name := range append(pieces, body) {
+		b, err := v6Files.ReadFile("testdata/v6/" + name + ".lua")
+		if err != nil {
+			panic(err)
+		}
+		src.Write(b)
+	}
+	return redis.NewScript(src.String())
+}
 
 // mixedKey is one key that clients of the previous protocol (old) and of
 // the current one share, a lock's or (permits > 0) a semaphore's; it fails

@@ -1,0 +1,114 @@
+-- The waiting line of a lock or semaphore (protocol 2; prepended to the
+-- acquire and release scripts by internal/protocol/scripts.go).
+--
+-- LINE is a sorted set of waiters' lock values by arrival (the server's
+-- clock in microseconds when the value first queued). The line expires
+-- as a whole when no waiter has tried again for a place's length; a waiter
+-- that died in it is handed the key (or a permit) once, for the hand-off
+-- window only, and so costs the others that window once.
+
+-- events_sharded is set by a script whose caller runs on Redis Cluster:
+-- messages then go out on sharded pub/sub (SPUBLISH, Redis 7.0 and later),
+-- which stays on the key's shard instead of reaching every node, or on
+-- plain pub/sub where the server does not know SPUBLISH.
+local events_sharded = false
+
+-- events_pcall publishes msg on channel; like redis.pcall it returns an
+-- error reply instead of raising it.
+local function events_pcall(channel, msg)
+  if events_sharded then
+    local sent = redis.pcall('SPUBLISH', channel, msg)
+    -- Redis says "Unknown Redis command called from script", Valkey
+    -- "Unknown command called from script".
+    local err = string.lower(type(sent) == 'table' and sent['err'] or '')
+    if not (string.find(err, 'unknown', 1, true) and string.find(err, 'command', 1, true)) then
+      return sent
+    end
+  end
+  return redis.pcall('PUBLISH', channel, msg)
+end
+
+-- events_publish publishes msg on channel, raising an error as redis.call.
+local function events_publish(channel, msg)
+  local sent = events_pcall(channel, msg)
+  if type(sent) == 'table' then error(sent) end
+  return sent
+end
+
+-- line_join queues value, or keeps its place (and arrival), and keeps the
+-- line for keep ms more.
+local function line_join(line, value, keep)
+  local t = redis.call('TIME')
+  redis.call('ZADD', line, 'NX', t[1] .. string.rep('0', 6 - #t[2]) .. t[2], value)
+  redis.call('PEXPIRE', line, keep)
+end
+
+-- line_identity is the holder identity in a lock value (everything before
+-- its last '/'), nil for a value of another format.
+local function line_identity(value)
+  return string.match(value, '^(.+)/')
+end
+
+-- line_tell publishes msg on the waiter channel of identity (the events
+-- channel followed by '@' and the identity), so that only the processes of
+-- that identity wake. True when a subscriber received it; false when none
+-- did (a waiter of protocol 2, which listens on the events channel only; a
+-- process that died; no identity) or the caller may not publish there (an
+-- ACL that names the events channel only).
+local function line_tell(channel, identity, msg)
+  if not identity then return false end
+  local sent = events_pcall(channel .. '@' .. identity, msg)
+  return type(sent) == 'number' and sent > 0
+end
+
+-- line_counted gives a hand-off the next value of the key's counter (the
+-- fence counter, lua/fence.lua: protocol 4) and returns the tail of its
+-- "granted" message, " <counter> <px> h<history>" (protocol 6: the
+-- counter's history, lua/fence.lua's fence_history) and " <held>" when
+-- held is given (a semaphore's live permits with this one). A waiter may
+-- count its lease from an attempt that saw a lower counter in the same
+-- history (it ran before this hand-off) plus px, the expiry this hand-off
+-- set. '' when the counter cannot be incremented (not an integer): the
+-- waiter then confirms first, as before protocol 4. The counter is its
+-- fence too. A protocol-5 waiter reads the history where it expects held
+-- and confirms first.
+local function line_counted(counter, px, held)
+  local g = next_fence(counter)
+  if not g then return '', nil end
+  local tail = string.format(' %.0f %d h%s', g, tonumber(px), fence_history())
+  if held then tail = tail .. string.format(' %d', held) end
+  return tail, g
+end
+
+-- line_grant tells head, a waiter just taken off the head of the line and
+-- handed the key (or a permit), by the SHA-1 of its value (the value is
+-- the ownership proof and is never published), naming the waiter now first
+-- in line too ('-' for none), whose process looks again if the hand-off
+-- goes unconfirmed, and then the hand-off's tail (line_counted).
+-- The message goes to the two waiters' processes (line_tell); when either
+-- had no subscriber there, it goes on the events channel instead, where
+-- every waiting process hears it.
+local function line_grant(channel, line, head, tail)
+  local msg = 'granted ' .. redis.sha1hex(head)
+  local next = redis.call('ZRANGE', line, 0, 0)[1]
+  if next then
+    msg = msg .. ' ' .. redis.sha1hex(next)
+  elseif tail ~= '' then
+    msg = msg .. ' -'
+  end
+  msg = msg .. tail
+  local to = line_identity(head)
+  local told = line_tell(channel, to, msg)
+  if told and next then
+    local after = line_identity(next)
+    if after ~= to then told = line_tell(channel, after, msg) end
+  end
+  if not told then events_publish(channel, msg) end
+end
+
+-- hand_over gives the free lock key to head for window ms, counts the
+-- hand-off with counter, and tells it.
+local function hand_over(key, counter, channel, line, head, window)
+  redis.call('SET', key, head, 'PX', window)
+  line_grant(channel, line, head, line_counted(counter, window))
+end
