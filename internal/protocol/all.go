@@ -18,7 +18,7 @@ var (
 	//go:embed lua/release_all.lua
 	releaseAllSrc string
 	// releaseAllScript gives them back, all at once (ReleaseAll).
-	releaseAllScript = newScript("release_all", false, releaseAllSrc, fenceSrc, lineSrc, valueSrc)
+	releaseAllScript = newScript("release_all", false, releaseAllSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, valueSrc)
 )
 
 // MaxAllKeys bounds how many keys one all-or-nothing acquisition takes:

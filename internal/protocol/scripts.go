@@ -26,6 +26,8 @@ var (
 	valueSrc string
 	//go:embed lua/epoch.lua
 	epochSrc string
+	//go:embed lua/shared.lua
+	sharedSrc string
 
 	//go:embed lua/acquire.lua
 	acquireSrc string
@@ -33,17 +35,17 @@ var (
 	// fence} when acquired, {0, pttl, counter, quarantine, history} when
 	// not (ParseAttempt reads both), or an error with the lock key not
 	// taken.
-	AcquireScript = sentOnly(newScript("acquire", false, acquireSrc, fenceSrc, lineSrc, takenSrc, valueSrc, epochSrc))
+	AcquireScript = sentOnly(newScript("acquire", false, acquireSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, takenSrc, valueSrc))
 
 	//go:embed lua/release.lua
 	releaseSrc    string
-	releaseScript = newScript("release", false, releaseSrc, fenceSrc, lineSrc, valueSrc, epochSrc)
+	releaseScript = newScript("release", false, releaseSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, valueSrc)
 
 	//go:embed lua/renew.lua
 	renewSrc string
 	// RenewScript: KEYS RenewKeys; ARGV RenewArgv. Replies 1 when
 	// extended, 0 when the key was no longer ours.
-	RenewScript = newScript("renew", false, renewSrc, valueSrc, epochSrc)
+	RenewScript = newScript("renew", false, renewSrc, epochSrc, valueSrc)
 
 	//go:embed lua/raise_fence.lua
 	raiseFenceSrc    string
@@ -61,22 +63,22 @@ var (
 	// counter, quarantine, history} when not (ms until a permit frees by
 	// expiry alone; the rest as for AcquireScript), or an error with no
 	// permit taken.
-	AcquirePermitScript = sentOnly(newScript("permit_acquire", false, permitAcquireSrc, fenceSrc, lineSrc, permitsSrc, takenSrc, epochSrc))
+	AcquirePermitScript = sentOnly(newScript("permit_acquire", false, permitAcquireSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, permitsSrc, takenSrc))
 
 	//go:embed lua/permit_release.lua
 	permitReleaseSrc    string
-	releasePermitScript = newScript("permit_release", false, permitReleaseSrc, fenceSrc, lineSrc, permitsSrc, epochSrc)
+	releasePermitScript = newScript("permit_release", false, permitReleaseSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, permitsSrc)
 
 	//go:embed lua/permit_renew.lua
 	permitRenewSrc string
 	// RenewPermitScript: KEYS RenewPermitKeys; ARGV RenewArgv. Replies 1
 	// when extended, 0 when the value no longer held a permit.
-	RenewPermitScript = newScript("permit_renew", false, permitRenewSrc, fenceSrc, lineSrc, permitsSrc, epochSrc)
+	RenewPermitScript = newScript("permit_renew", false, permitRenewSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, permitsSrc)
 
 	//go:embed lua/read.lua
 	readSrc string
 	// readScript reads a lock's or a semaphore's key, bounded (ReadKeys).
-	readScript = newScript("read", true, readSrc, fenceSrc, lineSrc, permitsSrc, epochSrc)
+	readScript = newScript("read", true, readSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, permitsSrc)
 
 	//go:embed lua/fence_write.lua
 	fenceWriteSrc string
@@ -97,13 +99,13 @@ var (
 // pieces are the Lua functions the scripts share, each after those it
 // calls: the library defines them in this order, once (Library), and a
 // script run with EVALSHA prepends those it uses, in the same order.
-var pieces = []string{fenceSrc, lineSrc, permitsSrc, takenSrc, valueSrc, epochSrc}
+var pieces = []string{fenceSrc, lineSrc, epochSrc, sharedSrc, permitsSrc, takenSrc, valueSrc}
 
 // scripts are every script of the protocol, in the order the library
 // registers them.
 var scripts = []*Script{AcquireScript, releaseScript, RenewScript, raiseFenceScript, AcquirePermitScript,
 	releasePermitScript, RenewPermitScript, readScript, FenceWriteScript, ElectionRecordScript, epochReadScript,
-	revokeScript, forceScript, acquireAllScript, releaseAllScript}
+	revokeScript, forceScript, acquireAllScript, releaseAllScript, AcquireSharedScript, releaseSharedScript, RenewSharedScript}
 
 // HandoffWindow bounds how long a released key waits for the waiter it was
 // handed to (at most the lock's TTL): a waiter that died at the head of the

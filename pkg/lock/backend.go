@@ -34,13 +34,16 @@ type backend interface {
 	countsHandOffs() bool
 }
 
-// target is what a claim or a lease is on: a lock key, or one permit of a
-// semaphore key that permits holders may hold at once.
+// target is what a claim or a lease is on: a lock key, held exclusively
+// or shared, or one permit of a semaphore key that permits holders may
+// hold at once.
 type target struct {
 	key string
 	// permits is 0 for a lock, else the semaphore's number of permits as
 	// this caller sees it.
 	permits int
+	// shared is a shared hold of a lock key (AcquireShared).
+	shared bool
 }
 
 func (t target) semaphore() bool { return t.permits > 0 }

@@ -32,16 +32,34 @@ type acquirer interface {
 var (
 	lockKind = kind{"lock", func(l *lock.Locker, key string) acquirer { return l.Mutex(key) }, protocol.LineKey, 1}
 	semKind  = kind{"semaphore", func(l *lock.Locker, key string) acquirer { return l.Semaphore(key, 3) }, protocol.PermitLineKey, 3}
+	// sharedKind's permits is how many the tests take: shared holds have no bound.
+	sharedKind = kind{"shared", func(l *lock.Locker, key string) acquirer { return sharedHandle{l, key} }, protocol.LineKey, 3}
 )
 
-// A key is a lock or a semaphore, and a caller of either kind meets the
-// other kind's holders on it (a DistributedLock whose spec.permits changed
+// sharedHandle is a Locker's shared holds of one key, as an acquirer.
+type sharedHandle struct {
+	l   *lock.Locker
+	key string
+}
+
+func (h sharedHandle) Acquire(ctx context.Context) (*lock.Lease, error) {
+	return h.l.AcquireShared(ctx, h.key)
+}
+
+func (h sharedHandle) TryAcquire(ctx context.Context) (*lock.Lease, error) {
+	return h.l.TryAcquireShared(ctx, h.key)
+}
+
+// A key is a lock (held exclusively or shared) or a semaphore, and a
+// caller of any kind meets the other kinds' holders on it (a DistributedLock whose spec.permits changed
 // while held; two programs configured differently). For every pair of
 // holder and waiter kinds, on one server and on Cluster: the waiter waits
 // (it is not failed by the key's type) and takes the key once the holder
 // is gone; a waiter that gives up leaves its line; a lease whose key was
 // lost and retaken by the other kind learns at its next renewal that it is
-// lost. The lock scripts used to GET the key, which fails with WRONGTYPE
+// lost. A shared hold and a semaphore's permits are both sorted sets: the
+// scores tell them apart (protocol 7), and neither kind takes the other's
+// key. The lock scripts used to GET the key, which fails with WRONGTYPE
 // on a semaphore's sorted set: the lock waiter failed on its second
 // attempt, kept its place when it gave up, and a lock's renewal returned
 // the error instead of ErrLeaseLost.
@@ -53,7 +71,8 @@ func TestLocksAndSemaphoresMeetOnOneKey(t *testing.T) {
 		{"one server", func(t *testing.T) redis.UniversalClient { _, c := startRedis(t); return c }},
 		{"cluster", func(t *testing.T) redis.UniversalClient { return redistest.StartCluster(t).Client(t) }},
 	}
-	pairs := []struct{ holder, waiter kind }{{semKind, lockKind}, {lockKind, semKind}}
+	pairs := []struct{ holder, waiter kind }{{semKind, lockKind}, {lockKind, semKind},
+		{semKind, sharedKind}, {sharedKind, semKind}, {lockKind, sharedKind}, {sharedKind, lockKind}}
 	for _, topo := range topologies {
 		t.Run(topo.name, func(t *testing.T) {
 			client := topo.client(t)
@@ -74,7 +93,7 @@ func TestLocksAndSemaphoresMeetOnOneKey(t *testing.T) {
 
 func waiterWaitsForTheOtherKind(t *testing.T, client redis.UniversalClient, holder, waiter kind) {
 	ctx := ctxTimeout(t, 20*time.Second)
-	key := "kinds-wait-" + holder.name
+	key := "kinds-wait-" + holder.name + "-" + waiter.name
 	lease, err := holder.handle(newLocker(t, client, lock.WithTTL(2*time.Second)), key).TryAcquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +132,7 @@ func waiterWaitsForTheOtherKind(t *testing.T, client redis.UniversalClient, hold
 
 func waiterGivesUpOnTheOtherKind(t *testing.T, client redis.UniversalClient, holder, waiter kind) {
 	ctx := ctxTimeout(t, 20*time.Second)
-	key := "kinds-give-up-" + holder.name
+	key := "kinds-give-up-" + holder.name + "-" + waiter.name
 	lease, err := holder.handle(newLocker(t, client, lock.WithTTL(5*time.Second)), key).TryAcquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +154,7 @@ func waiterGivesUpOnTheOtherKind(t *testing.T, client redis.UniversalClient, hol
 // lost.
 func renewalFindsTheOtherKind(t *testing.T, client redis.UniversalClient, lost, other kind) {
 	ctx := ctxTimeout(t, 20*time.Second)
-	key := "kinds-lost-" + lost.name
+	key := "kinds-lost-" + lost.name + "-" + other.name
 	lease, err := lost.handle(newLocker(t, client, lock.WithTTL(5*time.Second), lock.WithoutWatchdog()), key).TryAcquire(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -153,6 +153,9 @@ func (r *redlock) acquire(ctx context.Context, t target, c claim) (attempt, erro
 	if t.semaphore() {
 		return attempt{}, errRedlockSemaphore // Locker.Semaphore refuses it first
 	}
+	if t.shared {
+		return attempt{}, errRedlockShared // AcquireShared refuses it first
+	}
 	key := t.key
 	c.place, c.queued = 0, false
 	value := c.value

@@ -126,9 +126,12 @@ func (s *single) acquire(ctx context.Context, t target, c claim) (attempt, error
 	args := protocol.AcquireArgs{Value: value, TTL: c.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
 		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits, Sharded: s.sharded, Quarantine: s.quarantine, LineFresh: c.lineFresh, Constants: s.constants}
 	var call protocol.Call
-	if t.semaphore() {
+	switch {
+	case t.semaphore():
 		call = protocol.Call{Script: protocol.AcquirePermitScript, Keys: protocol.AcquirePermitKeys(key), Args: args.PermitArgv()}
-	} else {
+	case t.shared:
+		call = protocol.AcquireSharedCall(key, args)
+	default:
 		call = protocol.AcquireCall(key, args)
 	}
 	cmd, wait := s.eval(ctx, key, call)
@@ -304,8 +307,11 @@ func (s *single) renew(ctx context.Context, t target, value string, ttl time.Dur
 
 // renewCall is the renewal of value's hold on t for ttl.
 func (s *single) renewCall(t target, value string, ttl time.Duration) protocol.Call {
-	if t.semaphore() {
+	switch {
+	case t.semaphore():
 		return protocol.RenewPermitCall(t.key, value, ttl, s.quarantine)
+	case t.shared:
+		return protocol.RenewSharedCall(t.key, value, ttl, s.quarantine)
 	}
 	return protocol.RenewCall(t.key, value, ttl, s.quarantine)
 }
@@ -399,9 +405,12 @@ func (s *single) renewBatch(ctx context.Context, client redis.Cmdable, rs []rene
 func (s *single) release(ctx context.Context, t target, value string) (bool, error) {
 	var ok bool
 	var err error
-	if t.semaphore() {
+	switch {
+	case t.semaphore():
 		ok, err = protocol.ReleasePermit(ctx, s.run, t.key, value, t.permits, s.releaseArgs())
-	} else {
+	case t.shared:
+		ok, err = protocol.ReleaseShared(ctx, s.run, t.key, value, s.releaseArgs())
+	default:
 		ok, err = protocol.Release(ctx, s.run, t.key, value, s.releaseArgs())
 	}
 	if err != nil {

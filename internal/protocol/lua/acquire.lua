@@ -72,10 +72,10 @@ end
 local handed = false
 if fifo and not held then
   held = redis.call('EXISTS', key) == 1
-  local head = not held and redis.call('ZRANGE', line, 0, 0)[1]
-  if head and head ~= value then
-    redis.call('ZREM', line, head)
-    hand_over(key, counter, channel, line, head, ARGV[9])
+  local head = not held and redis.call('ZRANGE', line, 0, 0, 'WITHSCORES')
+  if head and head[1] and head[1] ~= value then
+    redis.call('ZREM', line, head[1])
+    line_hand(key, counter, channel, line, head, ARGV[9])
     epoch_granted(KEYS[5], tonumber(ARGV[9]), cutoff)
     handed = true
   end

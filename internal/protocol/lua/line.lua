@@ -44,13 +44,15 @@ end
 -- ZSCORE, and a PEXPIRE only when it asks (protocol 7: a waiter refreshes
 -- the line at least every half TTL, and the line is kept for two TTLs and
 -- a hand-off window), where protocol 6 ran TIME, ZADD and PEXPIRE.
-local function line_join(line, value, keep, queued, refresh)
+-- shared marks a shared waiter: its arrival is scored with a half µs more
+-- (lua/shared.lua).
+local function line_join(line, value, keep, queued, refresh, shared)
   if queued and redis.call('ZSCORE', line, value) then
     if refresh then redis.call('PEXPIRE', line, keep) end
     return
   end
   local t = redis.call('TIME')
-  redis.call('ZADD', line, 'NX', t[1] .. string.rep('0', 6 - #t[2]) .. t[2], value)
+  redis.call('ZADD', line, 'NX', t[1] .. string.rep('0', 6 - #t[2]) .. t[2] .. (shared and '.5' or ''), value)
   redis.call('PEXPIRE', line, keep)
 end
 

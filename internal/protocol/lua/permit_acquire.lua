@@ -24,7 +24,7 @@ local window, permits = tonumber(ARGV[9]), tonumber(ARGV[10])
 events_sharded = ARGV[11] == '1'
 local refresh = ARGV[14] ~= '0'
 
-if permits_is_lock(key) then
+if permits_other_kind(key) then
   if place > 0 then line_join(line, value, place, queued, refresh) end
   return fence_not_acquired(counter, redis.call('PTTL', key))
 end

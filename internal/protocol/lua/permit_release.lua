@@ -15,7 +15,7 @@
 local key, channel, line, holders, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local value, window, permits = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
 events_sharded = ARGV[5] == '1'
-if permits_is_lock(key) then
+if permits_other_kind(key) then
   redis.call('ZREM', line, value)
   return 0
 end

@@ -8,7 +8,7 @@
 -- (protocol.RenewPermitCall).
 -- Returns 1 when extended, 0 when the value no longer held a permit.
 local key, holders = KEYS[1], KEYS[2]
-if permits_is_lock(key) then return 0 end
+if permits_other_kind(key) then return 0 end
 local now = permits_now()
 local expiry = redis.call('ZSCORE', key, ARGV[1])
 if not expiry or tonumber(expiry) <= now then return 0 end

@@ -20,10 +20,14 @@ local function permits_now()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- permits_is_lock reports a K that a lock holds (or was handed to a lock
--- waiter): a string, not a holder set. It is neither taken nor changed.
-local function permits_is_lock(key)
-  return redis.call('TYPE', key)['ok'] == 'string'
+-- permits_other_kind reports a K that a lock holds (or was handed to a
+-- lock waiter): a string, not a holder set; or that is held shared (a
+-- holder set whose scores say so, lua/shared.lua: protocol 7). It is
+-- neither taken nor changed.
+local function permits_other_kind(key)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind ~= 'zset' then return kind == 'string' end
+  return shared_kind(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
 end
 
 -- permits_purge removes the entries that expired by now.

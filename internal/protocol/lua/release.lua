@@ -1,5 +1,6 @@
--- Release (protocols 2 and 4): delete only if the value is ours, and hand
--- the key to the first waiter in line, counting the hand-off with the fence
+-- Release (protocols 2, 4 and 7): delete only if the value is ours, and
+-- hand the key to the first waiter in line (a shared waiter and those after
+-- it: shared holds, protocol 7), counting the hand-off with the fence
 -- counter; a waiter giving up leaves the line.
 -- KEYS[1] lock key, KEYS[2] events channel, KEYS[3] waiting line, KEYS[4]
 -- fence counter, KEYS[5] epoch record (lua/epoch.lua)
@@ -29,7 +30,7 @@ if head and epoch_check(KEYS[5], tonumber(ARGV[5] or '0'), tonumber(ARGV[6] or '
   head = nil
 end
 if head then
-  hand_over(key, counter, channel, line, head, ARGV[2])
+  line_hand(key, counter, channel, line, popped, ARGV[2])
 else
   redis.call('DEL', key)
   if ARGV[3] == '1' then events_publish(channel, 'released') end

@@ -17,9 +17,9 @@ for i = 1, n do
   local key, channel, line, counter = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i]
   if lock_value(key) == ARGV[1] then
     released[i] = 1
-    local head = redis.call('ZPOPMIN', line)[1]
-    if head then
-      hand_over(key, counter, channel, line, head, ARGV[2])
+    local popped = redis.call('ZPOPMIN', line)
+    if popped[1] then
+      line_hand(key, counter, channel, line, popped, ARGV[2])
     else
       redis.call('DEL', key)
       if ARGV[3] == '1' then events_publish(channel, 'released') end

@@ -1,0 +1,111 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redlease/redlease/pkg/lock"
+)
+
+// Readers share a key and keep a writer out; a waiting writer keeps new
+// readers out (writer preference); the last reader's release hands the
+// writer the key, and the writer's release hands it to the readers that
+// queued behind it, all together, each in the release's round trip. Every
+// contender is a Locker of its own on a client of its own. Naive variants
+// this fails: a reader that ignores the queued writer (the third reader
+// gets in), a release that hands the key to the writer while a reader
+// remains (the writer holds before the second reader lets go).
+func TestSharedHoldsKeepTheWriterOutAndTakeTurnsWithIt(t *testing.T) {
+	srv, admin := startRedis(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	ls := separateLockers(t, srv.Addr(), 5, lock.WithTTL(10*time.Second))
+	r1, err := ls[0].TryAcquireShared(ctx, "catalog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := ls[1].TryAcquireShared(ctx, "catalog")
+	if err != nil {
+		t.Fatalf("a second reader: %v", err)
+	}
+	if !r1.Shared() || r1.Fence() == 0 || r2.Fence() != r1.Fence() {
+		t.Fatalf("reader fences %d and %d, want one nonzero generation, not incremented", r1.Fence(), r2.Fence())
+	}
+	var na *lock.NotAcquiredError
+	if _, err := ls[2].TryAcquire(ctx, "catalog"); !errors.As(err, &na) || na.HolderTTL <= 0 {
+		t.Fatalf("a writer beside readers: %v, want NotAcquiredError with the readers' TTL", err)
+	}
+
+	writer := takeInBackground(ctx, t, func(ctx context.Context) (*lock.Lease, error) { return ls[2].Acquire(ctx, "catalog") })
+	waitFor(t, 5*time.Second, "the writer to queue", func() bool { return admin.ZCard(ctx, "{catalog}:line").Val() == 1 })
+	if _, err := ls[3].TryAcquireShared(ctx, "catalog"); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("a new reader while a writer waits: %v, want ErrNotAcquired (writer preference)", err)
+	}
+	if err := r1.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-writer:
+		t.Fatal("the writer holds the key while a reader still does")
+	case <-time.After(200 * time.Millisecond):
+	}
+	released := time.Now()
+	if err := r2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := takenWithin(t, writer, released, "the writer, after the last reader's release")
+	if w.Shared() || w.Fence() <= r1.Fence() {
+		t.Fatalf("writer shared %v, fence %d: want an exclusive lease with a fence above the readers' %d", w.Shared(), w.Fence(), r1.Fence())
+	}
+
+	var readers []<-chan *lock.Lease
+	for _, l := range ls[3:5] {
+		readers = append(readers, takeInBackground(ctx, t, func(ctx context.Context) (*lock.Lease, error) { return l.AcquireShared(ctx, "catalog") }))
+	}
+	waitFor(t, 5*time.Second, "two readers to queue", func() bool { return admin.ZCard(ctx, "{catalog}:line").Val() == 2 })
+	released = time.Now()
+	if err := w.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range readers {
+		r := takenWithin(t, got, released, "a reader, after the writer's release")
+		if !r.Shared() || r.Fence() < w.Fence() {
+			t.Fatalf("reader shared %v, fence %d: want a shared lease carrying at least the writer's fence %d", r.Shared(), r.Fence(), w.Fence())
+		}
+		releaseAtEnd(t, r)
+	}
+}
+
+// takeInBackground runs take and delivers its lease (nil after reporting
+// its error).
+func takeInBackground(ctx context.Context, t *testing.T, take func(context.Context) (*lock.Lease, error)) <-chan *lock.Lease {
+	got := make(chan *lock.Lease, 1)
+	go func() {
+		lease, err := take(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- lease
+	}()
+	return got
+}
+
+// takenWithin is the lease got delivers, failing the test unless it
+// arrives within 250 ms of released (a hand-off takes about 1 ms).
+func takenWithin(t *testing.T, got <-chan *lock.Lease, released time.Time, who string) *lock.Lease {
+	t.Helper()
+	select {
+	case lease := <-got:
+		if lease == nil {
+			t.FailNow() // its error is reported
+		}
+		if d := time.Since(released); d > 250*time.Millisecond {
+			t.Fatalf("%s: held %v after the release (bound 250ms)", who, d)
+		}
+		return lease
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: no hand-off within 5 s", who)
+	}
+	return nil
+}
