@@ -188,7 +188,7 @@ func holdingOfRead(read protocol.Read, dl *v1alpha1.DistributedLock) *holding {
 		return h
 	}
 	r := read.Holder
-	h := &holding{Held: r.Held, Holder: r.Identity, Fence: r.Fence, Waiting: lineCount(r.Line)}
+	h := &holding{Held: r.Held, Holder: r.Identity, Shared: r.Shared, Fence: r.Fence, Waiting: lineCount(r.Line)}
 	if r.Held {
 		h.TTL = r.TTL.String()
 		if o := dl.Status.Holder; o != nil && o.Identity == r.Identity {

@@ -133,6 +133,7 @@ func TestExitCodes(t *testing.T) {
 		{"no lock named", []string{"run", "--", "true"}, 2},
 		{"both kinds of lock", []string{"run", "--lock", "a/b", "--redis", url, "--key", "k", "--", "true"}, 2},
 		{"unknown flag", []string{"run", "--nope", "--", "true"}, 2},
+		{"shared semaphore", []string{"run", "--redis", url, "--key", "k", "--permits", "3", "--shared", "--", "true"}, 2},
 		{"even Redlock", []string{"run", "--redis", url + "," + url, "--key", "k", "--", "true"}, 2},
 		{"held, no wait", []string{"run", "--redis", url, "--key", "held", "--wait", "0", "--", "true"}, 3},
 		{"held, wait runs out", []string{"run", "--redis", url, "--key", "held", "--wait", "200ms", "--", "true"}, 3},
@@ -538,4 +539,55 @@ func TestCronJobSampleIsValid(t *testing.T) {
 			t.Errorf("sample has no %s", k)
 		}
 	}
+}
+
+// run --shared: two shared runs hold the lock at once; a run without
+// --shared waits for both; a shared run that comes while it waits waits
+// behind it (writer preference); each child sees LOCK_SHARED.
+func TestSharedRunsOverlapAndAWriterRunsAlone(t *testing.T) {
+	srv := redistest.StartStandalone(t)
+	journal := filepath.Join(t.TempDir(), "journal")
+	run := func(name string, shared bool, hold string) <-chan result {
+		args := []string{"run", "--redis", redisURL(srv), "--key", "catalog", "--wait", "30s"}
+		if shared {
+			args = append(args, "--shared")
+		}
+		args = append(args, "--", "sh", "-c", fmt.Sprintf(`echo start %s $LOCK_SHARED >> %s; sleep %s; echo end %s x >> %s`, name, journal, hold, name, journal))
+		got := make(chan result, 1)
+		go func() { got <- lockctl(t, args...) }()
+		return got
+	}
+	lines := func() []string {
+		data, _ := os.ReadFile(journal) //nolint:gosec // G304: the test's own file in t.TempDir()
+		return strings.Split(strings.TrimSpace(string(data)), "\n")
+	}
+	admin := srv.Client(t)
+	r1, r2 := run("r1", true, "1"), run("r2", true, "1")
+	locktest.WaitFor(t, 20*time.Second, "both shared runs to start", func() bool { return len(lines()) >= 2 })
+	w := run("w", false, "0.2")
+	locktest.WaitFor(t, 20*time.Second, "the writer to queue", func() bool { return admin.ZCard(t.Context(), "{catalog}:line").Val() == 1 })
+	r3 := run("r3", true, "0.1")
+	for _, got := range []<-chan result{r1, r2, w, r3} {
+		if r := <-got; r.code != 0 {
+			t.Fatalf("a run exited %d; stderr:\n%s", r.code, r.stderr)
+		}
+	}
+	var order []string
+	for _, l := range lines() {
+		f := strings.Fields(l)
+		order = append(order, f[0]+" "+f[1])
+		if f[0] == "start" && f[2] != map[bool]string{true: "true", false: "false"}[f[1] != "w"] {
+			t.Errorf("%s saw LOCK_SHARED=%s", f[1], f[2])
+		}
+	}
+	got := strings.Join(order, ", ")
+	for _, want := range []string{"start r1, start r2, end r1, end r2, start w, end w, start r3, end r3",
+		"start r1, start r2, end r2, end r1, start w, end w, start r3, end r3",
+		"start r2, start r1, end r1, end r2, start w, end w, start r3, end r3",
+		"start r2, start r1, end r2, end r1, start w, end w, start r3, end r3"} {
+		if got == want {
+			return
+		}
+	}
+	t.Fatalf("journal order %s: want both readers together, then the writer alone, then the last reader", got)
 }

@@ -23,7 +23,7 @@ func newRunCommand(stderr io.Writer, log *redisLog) *cobra.Command {
 		readyAddr string
 	)
 	cmd := &cobra.Command{
-		Use:   "run (--lock NAMESPACE/NAME | --redis URL --key K [--permits N]) [--wait D] [--conflict-exit-code N] [--unavailable-exit-code N] [--ready-addr ADDR] [--metrics-addr ADDR] -- COMMAND [ARGS...]",
+		Use:   "run (--lock NAMESPACE/NAME | --redis URL --key K [--permits N]) [--shared] [--wait D] [--conflict-exit-code N] [--unavailable-exit-code N] [--ready-addr ADDR] [--metrics-addr ADDR] -- COMMAND [ARGS...]",
 		Short: "Run a command while holding the lock",
 		Long: `Acquire the lock, run COMMAND while the lease is renewed, release it when
 COMMAND exits, and exit with COMMAND's exit code.
@@ -38,7 +38,10 @@ COMMAND gets LOCK_KEY, LOCK_FENCE (pass it to the store you write to, so it
 can refuse a stale holder) and LOCK_HOLDER in its environment — never the
 lock value: environments are readable in /proc. A DistributedLock with
 spec.permits above 1 (or --permits N with --redis) is a semaphore: up to N
-runs hold it at once, each with a permit and a fence of its own.
+runs hold it at once, each with a permit and a fence of its own. With
+--shared, any number of shared runs hold the lock at once, or one run
+without --shared, never both (a read/write lock: the writer preferred);
+COMMAND then also gets LOCK_SHARED=true.
 
 COMMAND runs in its own process group, with everything it starts. If the
 lease is lost while COMMAND runs (Redis unreachable past the TTL, the key
@@ -65,7 +68,8 @@ process's, for Prometheus, from before the wait until it exits.`,
   lockctl run --redis redis://localhost:6379 --key reports --ttl 30s -- make report
   lockctl run --redis redis://localhost:6379 --key reindex --max-hold 2h -- ./reindex   # stopped, exit 4, if still running after 2h
   lockctl run --lock shop/checkout-leader --ready-addr :8090 -- /app/checkout
-  lockctl run --redis redis://localhost:6379 --key exports --permits 3 -- ./export   # at most 3 at once`,
+  lockctl run --redis redis://localhost:6379 --key exports --permits 3 -- ./export   # at most 3 at once
+  lockctl run --lock shop/catalog --shared -- ./serve-snapshot   # many at once; a run without --shared waits for them all`,
 		Args:    usage(cobra.MinimumNArgs(1)),
 		PreRunE: func(*cobra.Command, []string) error { return wait.codes.validate() },
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -92,6 +96,7 @@ process's, for Prometheus, from before the wait until it exits.`,
 	}
 	target.registerTake(cmd.Flags())
 	wait.register(cmd.Flags())
+	cmd.Flags().BoolVar(&target.shared, "shared", false, "take the lock shared: any number of shared runs hold it at once, or one run without --shared, never both; once a run without --shared waits, new shared runs wait behind it (LOCK_FENCE is then the lock's fence as the grant found it, not a new one)")
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "after a lost lease, how long COMMAND's process group gets between SIGTERM and SIGKILL")
 	cmd.Flags().StringVar(&readyAddr, "ready-addr", "", "serve GET /readyz (200 only while COMMAND runs under a held lease, else 503) and /livez (200 while lockctl runs) on this address, e.g. :8090, for a readinessProbe")
 	return cmd
@@ -114,6 +119,7 @@ func run(s *session, stderr io.Writer, grace time.Duration, argv []string, ready
 		"LOCK_KEY="+l.Key(),
 		"LOCK_FENCE="+strconv.FormatUint(lease.Fence(), 10),
 		"LOCK_HOLDER="+lease.Identity(),
+		"LOCK_SHARED="+strconv.FormatBool(lease.Shared()),
 	)
 	exited, err := startChild(child)
 	if err != nil {

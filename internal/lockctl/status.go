@@ -53,6 +53,9 @@ type holding struct {
 	TTL         string         `json:"ttl,omitempty"`
 	Fence       uint64         `json:"fence"`
 	PermitsHeld int            `json:"permitsHeld,omitempty"`
+	// Shared is how many hold the lock shared (AcquireShared, lockctl run
+	// --shared); Holder is then empty.
+	Shared int `json:"shared,omitempty"`
 	Holders     []permitReport `json:"holders,omitempty"`
 	// Waiting is the key's waiting line; absent when Redis does not
 	// report one (Redlock has none).
@@ -158,7 +161,7 @@ func holdingOf(in inspection, observed *v1alpha1.LockHolder) *holding {
 		}
 		return h
 	}
-	h := &holding{Held: in.lock.Held, Holder: in.lock.Identity, Fence: in.lock.Fence, Waiting: waitingReportOf(in.lock.Waiting)}
+	h := &holding{Held: in.lock.Held, Holder: in.lock.Identity, Shared: in.lock.Shared, Fence: in.lock.Fence, Waiting: waitingReportOf(in.lock.Waiting)}
 	if h.Held {
 		h.TTL = in.lock.TTL.String()
 		// The controller's observation may lag Redis: only the pod of
@@ -208,11 +211,14 @@ func (r statusReport) where() string {
 	return addrs
 }
 
-// held is the HELD column: a lock's 0 or 1, a semaphore's permits held.
+// held is the HELD column: a lock's 0 or 1 (or how many hold it shared),
+// a semaphore's permits held.
 func (h *holding) held(permits int) int {
 	switch {
 	case permits > 1:
 		return h.PermitsHeld
+	case h.Shared > 0:
+		return h.Shared
 	case h.Held:
 		return 1
 	}
@@ -224,6 +230,9 @@ func (h *holding) held(permits int) int {
 func (h *holding) holders(permits int) string {
 	if !h.Held {
 		return "-"
+	}
+	if permits <= 1 && h.Shared > 0 {
+		return "(shared)"
 	}
 	if permits <= 1 {
 		return orDash(h.Holder)

@@ -32,7 +32,9 @@ type targetFlags struct {
 	passwordFile string
 	key          string
 	permits      int
-	take         takeFlags
+	// shared takes the lock shared (run --shared).
+	shared bool
+	take   takeFlags
 }
 
 // takeFlags shape a lease: only the commands that take the lock have them.
@@ -87,6 +89,28 @@ type handle interface {
 	Key() string
 	Acquire(ctx context.Context) (*lock.Lease, error)
 	TryAcquire(ctx context.Context) (*lock.Lease, error)
+}
+
+// sharer is a handle that can also take its lock shared: *lock.Mutex and
+// *kube.Locker.
+type sharer interface {
+	Key() string
+	AcquireShared(ctx context.Context) (*lock.Lease, error)
+	TryAcquireShared(ctx context.Context) (*lock.Lease, error)
+}
+
+// sharedHandle is a sharer as the handle of run --shared: its Acquire and
+// TryAcquire take the lock shared.
+type sharedHandle struct{ s sharer }
+
+func (h sharedHandle) Key() string { return h.s.Key() }
+
+func (h sharedHandle) Acquire(ctx context.Context) (*lock.Lease, error) {
+	return h.s.AcquireShared(ctx)
+}
+
+func (h sharedHandle) TryAcquire(ctx context.Context) (*lock.Lease, error) {
+	return h.s.TryAcquireShared(ctx)
 }
 
 // locker is an opened lock: its handle, what status says about it, and
@@ -162,6 +186,20 @@ func (f *targetFlags) options() ([]lock.Option, error) {
 }
 
 func (f *targetFlags) open(ctx context.Context) (*locker, error) {
+	l, err := f.openHandle(ctx)
+	if err != nil || !f.shared {
+		return l, err
+	}
+	s, ok := l.handle.(sharer)
+	if !ok {
+		_ = l.Close()
+		return nil, exit(ExitUsage, errors.New("--shared takes a lock, not a semaphore: leave out --permits"))
+	}
+	l.handle = sharedHandle{s}
+	return l, nil
+}
+
+func (f *targetFlags) openHandle(ctx context.Context) (*locker, error) {
 	opts, err := f.options()
 	if err != nil {
 		return nil, err

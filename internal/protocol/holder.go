@@ -13,8 +13,13 @@ type Holder struct {
 	// Held is true when the lock key exists.
 	Held bool
 	// Identity is the holder's identity from the lock value; "" when the
-	// key is free or holds a value this library did not write.
+	// key is free, held shared, or holds a value this library did not
+	// write.
 	Identity string
+	// Shared is how many hold the key shared (protocol 7: expired holds
+	// no script has removed yet included); 0 for a free key or an
+	// exclusive holder. TTL is then the last shared hold's.
+	Shared int
 	// TTL is the key's remaining time to live when held (negative: no TTL).
 	TTL time.Duration
 	// FenceSet is true when the fence counter exists; Fence is its value.
@@ -73,7 +78,8 @@ func (e wrongType) Error() string { return string(e) }
 func (wrongType) RedisError()     {}
 
 // Read is what one server says about a key: a lock's holder (Holder, also
-// for a free key), or a semaphore's permits (Permits).
+// for a free key and a key held shared), or a semaphore's permits
+// (Permits).
 type Read struct {
 	Holder  Holder
 	Permits *Permits
@@ -158,6 +164,15 @@ func parseRead(reply []any) (Read, error) {
 		}
 		return Read{Holder: Holder{Held: true, Identity: IdentityFromValue(value), TTL: time.Duration(ms) * time.Millisecond,
 			FenceSet: fenceSet, Fence: fence, QuarantineLeft: time.Duration(left) * time.Millisecond}}, nil
+	case kind == 3 && len(reply) == 5:
+		n, ok1 := reply[2].(int64)
+		ms, ok2 := reply[3].(int64)
+		left, ok3 := reply[4].(int64)
+		if !ok1 || !ok2 || !ok3 {
+			return Read{}, fmt.Errorf("unexpected reply %T %T %T", reply[2], reply[3], reply[4])
+		}
+		return Read{Holder: Holder{Held: true, Shared: int(n), TTL: time.Duration(ms) * time.Millisecond,
+			FenceSet: fenceSet, Fence: fence, QuarantineLeft: time.Duration(left) * time.Millisecond}}, nil
 	case kind == 2 && len(reply) == 6:
 		p, err := parsePermits(reply[2:])
 		p.FenceSet, p.Fence = fenceSet, fence
@@ -167,7 +182,7 @@ func parseRead(reply []any) (Read, error) {
 }
 
 // readLength is the length of each kind's reply without the waiting line.
-var readLength = map[int64]int{0: 3, 1: 5, 2: 6}
+var readLength = map[int64]int{0: 3, 1: 5, 2: 6, 3: 5}
 
 // kindOf is the kind a read reply starts with (-1 for none).
 func kindOf(reply []any) int64 {

@@ -114,7 +114,7 @@ func (l *Locker) Key() string {
 // lock.Semaphore). A resource that now names another lock than leases
 // still held fails with ErrRebinding.
 func (l *Locker) TryAcquire(ctx context.Context) (*lock.Lease, error) {
-	return l.take(ctx, false)
+	return l.take(ctx, false, false)
 }
 
 // Acquire waits for the key, bounded by ctx (see lock.Locker.Acquire). A
@@ -126,16 +126,36 @@ func (l *Locker) TryAcquire(ctx context.Context) (*lock.Lease, error) {
 // With spec.permits above 1 it waits for a permit of the semaphore: every
 // call takes a permit of its own.
 func (l *Locker) Acquire(ctx context.Context) (*lock.Lease, error) {
-	return l.take(ctx, true)
+	return l.take(ctx, true, false)
 }
 
-func (l *Locker) take(ctx context.Context, wait bool) (*lock.Lease, error) {
+// AcquireShared waits for a shared hold of the key, as Acquire waits for
+// the key (see lock.Locker.AcquireShared: any number of shared holders or
+// one exclusive holder, writer-preferring). A semaphore (spec.permits
+// above 1) has no shared holds: ErrInvalidConfig.
+func (l *Locker) AcquireShared(ctx context.Context) (*lock.Lease, error) {
+	return l.take(ctx, true, true)
+}
+
+// TryAcquireShared makes one attempt at a shared hold (see
+// lock.Locker.TryAcquireShared and AcquireShared).
+func (l *Locker) TryAcquireShared(ctx context.Context) (*lock.Lease, error) {
+	return l.take(ctx, false, true)
+}
+
+func (l *Locker) take(ctx context.Context, wait, shared bool) (*lock.Lease, error) {
 	b, err := l.bind(ctx, wait)
 	if err != nil {
 		return nil, err
 	}
 	var lease *lock.Lease
 	switch sem := b.locker.Semaphore(b.key, b.permits); {
+	case shared && b.permits > 1:
+		err = fmt.Errorf("kube: %s has spec.permits %d, a semaphore, which has no shared holds: %w", b.key, b.permits, lock.ErrInvalidConfig)
+	case shared && wait:
+		lease, err = b.locker.AcquireShared(ctx, b.key)
+	case shared:
+		lease, err = b.locker.TryAcquireShared(ctx, b.key)
 	case b.permits > 1 && wait:
 		lease, err = sem.Acquire(ctx)
 	case b.permits > 1:

@@ -16,6 +16,10 @@ type Holding struct {
 	// this library did not write.
 	Identity string
 	Held     bool
+	// Shared is how many hold the key shared (AcquireShared; holds that
+	// expired and no script removed yet included); 0 when it is free or
+	// held exclusively. Identity is then empty and TTL the last hold's.
+	Shared int
 	// TTL is the remaining time to live (negative: a key without TTL).
 	TTL time.Duration
 	// Fence is the fence counter: the last fence handed out.
@@ -51,7 +55,7 @@ func (s *single) inspect(ctx context.Context, key string) (Holding, error) {
 	if err != nil {
 		return Holding{Key: key}, fmt.Errorf("lock: inspect: %w", err)
 	}
-	return Holding{Key: key, Identity: h.Identity, Held: h.Held, TTL: h.TTL, Fence: h.Fence, Quarantine: h.QuarantineLeft,
+	return Holding{Key: key, Identity: h.Identity, Held: h.Held, Shared: h.Shared, TTL: h.TTL, Fence: h.Fence, Quarantine: h.QuarantineLeft,
 		Waiting: waitingOf(h.Line)}, nil
 }
 

@@ -27,6 +27,19 @@ func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) {
 	return m.locker.TryAcquire(ctx, m.key)
 }
 
+// AcquireShared waits until it holds the key shared (see
+// Locker.AcquireShared): the Mutex as a read/write lock, whose Acquire is
+// the writer's.
+func (m *Mutex) AcquireShared(ctx context.Context) (*Lease, error) {
+	return m.locker.AcquireShared(ctx, m.key)
+}
+
+// TryAcquireShared makes one attempt at a shared hold (see
+// Locker.TryAcquireShared).
+func (m *Mutex) TryAcquireShared(ctx context.Context) (*Lease, error) {
+	return m.locker.TryAcquireShared(ctx, m.key)
+}
+
 // Inspect reads who holds the key, for how long, and its fence counter
 // (see Locker.Inspect).
 func (m *Mutex) Inspect(ctx context.Context) (Holding, error) { return m.locker.Inspect(ctx, m.key) }

@@ -10,7 +10,8 @@
 -- pttl, quarantine} for a lock's (quarantine: ms left of a failover
 -- quarantine the record holds, protocol 5; 0 for none), {2, counter, now ms, live permits, {value prefix, expiry ms, ...}
 -- of the first ARGV[2] live permits by expiry, {"<fence> <since ms>" or
--- false, ...} of those}, with the fence counter cut to 24 bytes ("" when
+-- false, ...} of those}, {3, counter, shared holders, pttl, quarantine}
+-- for a key held shared (protocol 7), with the fence counter cut to 24 bytes ("" when
 -- there is none), or WRONGTYPE for a key of another type.
 -- With ARGV[3] every reply ends with one more item, the waiting line
 -- (waiting below); without it the reply is as before, so that a reader
@@ -85,6 +86,11 @@ elseif kind == 'string' then
   return reply({1, fence, string.sub(redis.call('GET', key), 1, most), redis.call('PTTL', key), quarantine()})
 elseif kind ~= 'zset' then
   return redis.error_reply('WRONGTYPE redlease: ' .. key .. ' holds neither a lock nor a semaphore')
+end
+if shared_kind(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2] or 0) then
+  -- Held shared (protocol 7): how many hold it (expired holds no script
+  -- purged yet included) and when the last one expires.
+  return reply({3, fence, redis.call('ZCARD', key), redis.call('PTTL', key), quarantine()})
 end
 local now = permits_now()
 local live = redis.call('ZRANGEBYSCORE', key, string.format('(%.0f', now), '+inf', 'WITHSCORES')
