@@ -46,17 +46,17 @@ type statusReport struct {
 
 // holding is the part of a statusReport read from Redis.
 type holding struct {
-	Held        bool           `json:"held"`
-	Holder      string         `json:"holder,omitempty"`
-	Pod         string         `json:"pod,omitempty"`  // the holder's pod (status.holder.pod)
-	Node        string         `json:"node,omitempty"` // and its node
-	TTL         string         `json:"ttl,omitempty"`
-	Fence       uint64         `json:"fence"`
-	PermitsHeld int            `json:"permitsHeld,omitempty"`
+	Held        bool   `json:"held"`
+	Holder      string `json:"holder,omitempty"`
+	Pod         string `json:"pod,omitempty"`  // the holder's pod (status.holder.pod)
+	Node        string `json:"node,omitempty"` // and its node
+	TTL         string `json:"ttl,omitempty"`
+	Fence       uint64 `json:"fence"`
+	PermitsHeld int    `json:"permitsHeld,omitempty"`
 	// Shared is how many hold the lock shared (AcquireShared, lockctl run
 	// --shared); Holder is then empty.
-	Shared int `json:"shared,omitempty"`
-	Holders     []permitReport `json:"holders,omitempty"`
+	Shared  int            `json:"shared,omitempty"`
+	Holders []permitReport `json:"holders,omitempty"`
 	// Waiting is the key's waiting line; absent when Redis does not
 	// report one (Redlock has none).
 	Waiting *waitingReport `json:"waiting,omitempty"`

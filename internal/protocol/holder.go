@@ -156,29 +156,36 @@ func parseRead(reply []any) (Read, error) {
 		}
 		return Read{Holder: Holder{FenceSet: fenceSet, Fence: fence, QuarantineLeft: time.Duration(left) * time.Millisecond}}, nil
 	case kind == 1 && len(reply) == 5:
-		value, ok1 := reply[2].(string)
-		ms, ok2 := reply[3].(int64)
-		left, ok3 := reply[4].(int64)
-		if !ok1 || !ok2 || !ok3 {
-			return Read{}, fmt.Errorf("unexpected reply %T %T %T", reply[2], reply[3], reply[4])
-		}
-		return Read{Holder: Holder{Held: true, Identity: IdentityFromValue(value), TTL: time.Duration(ms) * time.Millisecond,
-			FenceSet: fenceSet, Fence: fence, QuarantineLeft: time.Duration(left) * time.Millisecond}}, nil
+		return parseHeld(reply, fenceSet, fence, func(v any) (Holder, bool) {
+			value, ok := v.(string)
+			return Holder{Identity: IdentityFromValue(value)}, ok
+		})
 	case kind == 3 && len(reply) == 5:
-		n, ok1 := reply[2].(int64)
-		ms, ok2 := reply[3].(int64)
-		left, ok3 := reply[4].(int64)
-		if !ok1 || !ok2 || !ok3 {
-			return Read{}, fmt.Errorf("unexpected reply %T %T %T", reply[2], reply[3], reply[4])
-		}
-		return Read{Holder: Holder{Held: true, Shared: int(n), TTL: time.Duration(ms) * time.Millisecond,
-			FenceSet: fenceSet, Fence: fence, QuarantineLeft: time.Duration(left) * time.Millisecond}}, nil
+		return parseHeld(reply, fenceSet, fence, func(v any) (Holder, bool) {
+			n, ok := v.(int64)
+			return Holder{Shared: int(n)}, ok
+		})
 	case kind == 2 && len(reply) == 6:
 		p, err := parsePermits(reply[2:])
 		p.FenceSet, p.Fence = fenceSet, fence
 		return Read{Permits: &p}, err
 	}
 	return Read{}, fmt.Errorf("unexpected reply of kind %v and %d items", reply[0], len(reply))
+}
+
+// parseHeld reads {kind, counter, who, pttl, quarantine}: a key held
+// exclusively (who: the value) or shared (who: how many), who read by
+// holder.
+func parseHeld(reply []any, fenceSet bool, fence uint64, holder func(any) (Holder, bool)) (Read, error) {
+	h, ok1 := holder(reply[2])
+	ms, ok2 := reply[3].(int64)
+	left, ok3 := reply[4].(int64)
+	if !ok1 || !ok2 || !ok3 {
+		return Read{}, fmt.Errorf("unexpected reply %T %T %T", reply[2], reply[3], reply[4])
+	}
+	h.Held, h.TTL, h.FenceSet, h.Fence = true, time.Duration(ms)*time.Millisecond, fenceSet, fence
+	h.QuarantineLeft = time.Duration(left) * time.Millisecond
+	return Read{Holder: h}, nil
 }
 
 // readLength is the length of each kind's reply without the waiting line.

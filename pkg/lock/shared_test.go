@@ -32,6 +32,9 @@ func TestSharedHoldsKeepTheWriterOutAndTakeTurnsWithIt(t *testing.T) {
 	if !r1.Shared() || r1.Fence() == 0 || r2.Fence() != r1.Fence() {
 		t.Fatalf("reader fences %d and %d, want one nonzero generation, not incremented", r1.Fence(), r2.Fence())
 	}
+	if h, err := ls[2].Inspect(ctx, "catalog"); err != nil || !h.Held || h.Shared != 2 || h.Identity != "" || h.TTL <= 0 {
+		t.Fatalf("Inspect = %+v, %v: want the key held shared by 2, with their TTL", h, err)
+	}
 	var na *lock.NotAcquiredError
 	if _, err := ls[2].TryAcquire(ctx, "catalog"); !errors.As(err, &na) || na.HolderTTL <= 0 {
 		t.Fatalf("a writer beside readers: %v, want NotAcquiredError with the readers' TTL", err)
