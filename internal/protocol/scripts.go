@@ -105,7 +105,7 @@ var pieces = []string{fenceSrc, lineSrc, epochSrc, sharedSrc, permitsSrc, takenS
 // registers them.
 var scripts = []*Script{AcquireScript, releaseScript, RenewScript, raiseFenceScript, AcquirePermitScript,
 	releasePermitScript, RenewPermitScript, readScript, FenceWriteScript, ElectionRecordScript, epochReadScript,
-	revokeScript, forceScript, acquireAllScript, releaseAllScript, AcquireSharedScript, releaseSharedScript, RenewSharedScript}
+	revokeScript, forceScript, acquireAllScript, releaseAllScript, AcquireSharedScript, releaseSharedScript, RenewSharedScript, upgradeSharedScript}
 
 // HandoffWindow bounds how long a released key waits for the waiter it was
 // handed to (at most the lock's TTL): a waiter that died at the head of the

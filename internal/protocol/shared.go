@@ -68,3 +68,51 @@ func ReleaseShared(ctx context.Context, r Runner, key, value string, a ReleaseAr
 	}
 	return n == 1, nil
 }
+
+//go:embed lua/shared_upgrade.lua
+var sharedUpgradeSrc string
+
+// upgradeSharedScript turns a shared hold into the exclusive one
+// (UpgradeShared).
+var upgradeSharedScript = newScript("shared_upgrade", false, sharedUpgradeSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, permitsSrc)
+
+// Upgrade is what UpgradeShared's script answered.
+type Upgrade struct {
+	// Upgraded: the value holds the key exclusively, with Fence (0
+	// without fencing).
+	Upgraded bool
+	Fence    uint64
+	// Others is how many other shared holders kept it from upgrading (0
+	// with Upgraded false and Lost false: a failover quarantine).
+	Others int
+	// Lost: the value held no live shared hold.
+	Lost bool
+}
+
+// UpgradeSharedCall is the call that turns value's shared hold of key
+// into its exclusive hold for ttl, taking the next fence with fencing,
+// under q (see lua/shared_upgrade.lua).
+func UpgradeSharedCall(key, value string, ttl time.Duration, fencing bool, q Quarantine) Call {
+	args := q.appendArgv(append(make([]any, 0, 3+quarantineArgc), value, Millis(ttl), flag(fencing)))
+	return Call{upgradeSharedScript, scriptKeys(key, fenceSuffix, holdersSuffix, epochSuffix), args}
+}
+
+// ParseUpgrade reads the reply of UpgradeSharedCall's script.
+func ParseUpgrade(reply []any) (Upgrade, error) {
+	switch code := kindOf(reply); {
+	case code == 1 && len(reply) == 2:
+		fence, ok := reply[1].(int64)
+		if ok && fence >= 0 {
+			return Upgrade{Upgraded: true, Fence: uint64(fence)}, nil
+		}
+	case code == 0 && len(reply) == 2:
+		n, ok := reply[1].(int64)
+		if ok {
+			return Upgrade{Others: int(n)}, nil
+		}
+	case code == -1 && len(reply) == 1:
+		return Upgrade{Lost: true}, nil
+	}
+	return Upgrade{}, fmt.Errorf("unexpected upgrade reply %v", reply)
+}
+

@@ -39,6 +39,10 @@ var (
 	// ErrKeysAcrossSlots: TryAcquireAll was given keys of different Redis
 	// Cluster hash slots, which one script cannot take together. Give them
 	// a common hash tag ("{order-42}:debit", "{order-42}:credit").
+	// ErrUpgradeContended: Lease.Upgrade found other shared holders of the
+	// key (or a failover quarantine holding grants back); the shared lease
+	// goes on unchanged.
+	ErrUpgradeContended = errors.New("lock: upgrade refused: others hold the key shared")
 	ErrKeysAcrossSlots = errors.New("lock: keys in different Redis Cluster slots (give them one hash tag)")
 )
 

@@ -1,6 +1,12 @@
 package lock
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redlease/redlease/internal/protocol"
+)
 
 // errRedlockShared refuses shared holds on Redlock: a majority of nodes
 // would have to agree on the set of readers as well as on the writer, and
@@ -53,3 +59,74 @@ func (l *Locker) TryAcquireShared(ctx context.Context, key string) (*Lease, erro
 
 // Shared reports a shared hold (AcquireShared, TryAcquireShared).
 func (l *Lease) Shared() bool { return l.shared }
+
+// Upgrade turns this shared hold into the key's exclusive hold without
+// letting go, in one atomic step on the server, and returns the exclusive
+// lease (a fence of its own, the next, as any exclusive grant's); this
+// lease then ends, with an Err matching ErrReleased, and is neither
+// renewed nor released again. Upgrade never waits: while others hold the
+// key shared it fails with an error matching ErrUpgradeContended and this
+// lease goes on unchanged, so two holders upgrading at once cannot
+// deadlock (each is refused; one may release and the other try again). An
+// upgrade goes before exclusive waiters already in line: its caller held
+// the key before them. ErrInvalidConfig for an exclusive lease.
+func (s *Lease) Upgrade(ctx context.Context) (*Lease, error) {
+	l := s.locker
+	b, ok := l.backend.(*single)
+	if !s.shared || !ok {
+		return nil, invalidConfig("Upgrade takes a shared lease (AcquireShared)")
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	if err := l.enter(); err != nil {
+		return nil, err
+	}
+	defer l.calls.Done()
+	sent := l.cfg.clock.Now()
+	u, err := b.upgrade(ctx, s.key, s.value, l.cfg.ttl)
+	switch {
+	case err != nil:
+		return nil, err
+	case u.Lost:
+		return nil, fmt.Errorf("%w: %q: no live shared hold to upgrade", ErrLeaseLost, s.key)
+	case !u.Upgraded && u.Others == 0:
+		return nil, fmt.Errorf("%w: %q: a failover quarantine holds grants back", ErrUpgradeContended, s.key)
+	case !u.Upgraded:
+		return nil, fmt.Errorf("%w: %d other shared holders of %q", ErrUpgradeContended, u.Others, s.key)
+	}
+	s.end(fmt.Errorf("%w: %q was upgraded to an exclusive lease", ErrReleased, s.key), "")
+	t := target{key: s.key}
+	validUntil := sent.Add(l.cfg.ttl - l.cfg.drift())
+	if !l.cfg.clock.Now().Before(validUntil) {
+		l.releaseQuietly(t, s.value)
+		return nil, fmt.Errorf("%w: %q: validity ran out before the upgrade completed", ErrLeaseLost, s.key)
+	}
+	return l.hold(ctx, t, s.value, u.Fence, sent, validUntil, l.cfg.renewInterval)
+}
+
+// upgrade runs the upgrade of value's shared hold of key to its exclusive
+// hold for ttl. Under WithReplicaAck an upgrade the replicas did not
+// acknowledge is given back (the shared hold is gone with it).
+func (s *single) upgrade(ctx context.Context, key, value string, ttl time.Duration) (protocol.Upgrade, error) {
+	cmd, wait := s.eval(ctx, key, protocol.UpgradeSharedCall(key, value, ttl, s.fencing, s.quarantine))
+	reply, err := cmd.Slice()
+	if err != nil {
+		if ambiguous(err) {
+			// The upgrade may have run: the key could be held exclusively
+			// by no lease for a TTL. A lock's release of the value undoes
+			// exactly that, and nothing when the upgrade did not run.
+			s.giveBackAsync(target{key: key}, value)
+		}
+		return protocol.Upgrade{}, fmt.Errorf("lock: upgrade %q: %w", key, err)
+	}
+	u, err := protocol.ParseUpgrade(reply)
+	if err != nil || !u.Upgraded {
+		return u, err
+	}
+	if err := s.acked(key, wait); err != nil {
+		s.giveBack(target{key: key}, value)
+		return protocol.Upgrade{}, err
+	}
+	return u, nil
+}

@@ -112,3 +112,57 @@ func takenWithin(t *testing.T, got <-chan *lock.Lease, released time.Time, who s
 	}
 	return nil
 }
+
+// Upgrade never waits: with two shared holders both upgrades are refused
+// at once with ErrUpgradeContended (no deadlock) and both leases go on;
+// once one lets go, the other's upgrade turns its hold into the exclusive
+// one in one step (the key is never free in between), with the next
+// fence, and the shared lease ends as released.
+func TestUpgradeTakesTheKeyWithoutLettingGoOrIsRefused(t *testing.T) {
+	srv, admin := startRedis(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	ls := separateLockers(t, srv.Addr(), 3, lock.WithTTL(10*time.Second))
+	r1, err := ls[0].TryAcquireShared(ctx, "index")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := ls[1].TryAcquireShared(ctx, "index")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*lock.Lease{r1, r2} {
+		start := time.Now()
+		if _, err := r.Upgrade(ctx); !errors.Is(err, lock.ErrUpgradeContended) {
+			t.Fatalf("an upgrade beside another reader: %v, want ErrUpgradeContended", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("a refused upgrade took %v: it must not wait", d)
+		}
+		if r.Err() != nil {
+			t.Fatalf("a refused upgrade ended the shared lease: %v", r.Err())
+		}
+	}
+	if err := r2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := r1.Upgrade(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseAtEnd(t, w)
+	if w.Shared() || w.Value() != r1.Value() || w.Fence() <= r1.Fence() {
+		t.Fatalf("upgraded lease shared %v, fence %d: want the exclusive hold of the same value with a fence above %d", w.Shared(), w.Fence(), r1.Fence())
+	}
+	if got := admin.Get(ctx, "index").Val(); got != r1.Value() {
+		t.Fatal("the key does not hold the upgraded value")
+	}
+	if !errors.Is(r1.Err(), lock.ErrReleased) {
+		t.Fatalf("the shared lease after its upgrade: %v, want ErrReleased", r1.Err())
+	}
+	if _, err := ls[2].TryAcquireShared(ctx, "index"); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("a reader beside the upgraded writer: %v, want ErrNotAcquired", err)
+	}
+	if _, err := w.Upgrade(ctx); !errors.Is(err, lock.ErrInvalidConfig) {
+		t.Fatalf("upgrading an exclusive lease: %v, want ErrInvalidConfig", err)
+	}
+}
