@@ -115,4 +115,3 @@ func ParseUpgrade(reply []any) (Upgrade, error) {
 	}
 	return Upgrade{}, fmt.Errorf("unexpected upgrade reply %v", reply)
 }
-

@@ -43,7 +43,7 @@ var (
 	// key (or a failover quarantine holding grants back); the shared lease
 	// goes on unchanged.
 	ErrUpgradeContended = errors.New("lock: upgrade refused: others hold the key shared")
-	ErrKeysAcrossSlots = errors.New("lock: keys in different Redis Cluster slots (give them one hash tag)")
+	ErrKeysAcrossSlots  = errors.New("lock: keys in different Redis Cluster slots (give them one hash tag)")
 )
 
 // NotAcquiredError reports a lock held by someone else (or a semaphore

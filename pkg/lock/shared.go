@@ -58,7 +58,7 @@ func (l *Locker) TryAcquireShared(ctx context.Context, key string) (*Lease, erro
 }
 
 // Shared reports a shared hold (AcquireShared, TryAcquireShared).
-func (l *Lease) Shared() bool { return l.shared }
+func (s *Lease) Shared() bool { return s.shared }
 
 // Upgrade turns this shared hold into the key's exclusive hold without
 // letting go, in one atomic step on the server, and returns the exclusive

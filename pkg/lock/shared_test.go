@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlease/redlease/pkg/lock"
 )
 
@@ -61,13 +63,20 @@ func TestSharedHoldsKeepTheWriterOutAndTakeTurnsWithIt(t *testing.T) {
 	if w.Shared() || w.Fence() <= r1.Fence() {
 		t.Fatalf("writer shared %v, fence %d: want an exclusive lease with a fence above the readers' %d", w.Shared(), w.Fence(), r1.Fence())
 	}
+	readersFollowTheWriter(ctx, t, ls[3:5], admin, w)
+}
 
+// readersFollowTheWriter queues a shared request of each Locker behind the
+// writer w, releases w, and checks that every reader holds within 250 ms,
+// carrying at least w's fence.
+func readersFollowTheWriter(ctx context.Context, t *testing.T, ls []*lock.Locker, admin *redis.Client, w *lock.Lease) {
+	t.Helper()
 	var readers []<-chan *lock.Lease
-	for _, l := range ls[3:5] {
+	for _, l := range ls {
 		readers = append(readers, takeInBackground(ctx, t, func(ctx context.Context) (*lock.Lease, error) { return l.AcquireShared(ctx, "catalog") }))
 	}
-	waitFor(t, 5*time.Second, "two readers to queue", func() bool { return admin.ZCard(ctx, "{catalog}:line").Val() == 2 })
-	released = time.Now()
+	waitFor(t, 5*time.Second, "the readers to queue", func() bool { return admin.ZCard(ctx, "{catalog}:line").Val() == int64(len(ls)) })
+	released := time.Now()
 	if err := w.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
