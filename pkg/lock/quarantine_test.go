@@ -198,6 +198,48 @@ func TestFailoverQuarantineOfASemaphore(t *testing.T) {
 	}
 }
 
+// Shared holds across the same failover: a hold of one kind is lost with
+// the master, and the promoted replica is asked for the other kind. A
+// promotion that lost a shared hold grants no exclusive hold (and one that
+// lost the exclusive hold no shared hold) until the lost lease has ended;
+// without the quarantine the two overlap (the naive variant).
+func TestFailoverQuarantineOfSharedHolds(t *testing.T) {
+	shared := func(l *lock.Locker, ctx context.Context) (*lock.Lease, error) { return l.AcquireShared(ctx, "rw") }
+	exclusive := func(l *lock.Locker, ctx context.Context) (*lock.Lease, error) { return l.Acquire(ctx, "rw") }
+	for _, tt := range []struct {
+		name        string
+		lost, taken func(*lock.Locker, context.Context) (*lock.Lease, error)
+		opts        []lock.Option
+		overlap     bool
+	}{
+		{"shared lost, no quarantine: a writer beside the reader", shared, exclusive, []lock.Option{lock.WithTTL(quarantineTTL)}, true},
+		{"shared lost, quarantine", shared, exclusive, quarantined(lock.MissingEpochWaits), false},
+		{"exclusive lost, no quarantine: a reader beside the writer", exclusive, shared, []lock.Option{lock.WithTTL(quarantineTTL)}, true},
+		{"exclusive lost, quarantine", exclusive, shared, quarantined(lock.MissingEpochWaits), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := redistest.StartReplicated(t, 1)
+			ctx := ctxTimeout(t, 30*time.Second)
+			recordEpoch(ctx, t, g.Master.Client(t), "rw", true)
+			a := lockerOnDoomedMaster(t, g.Master.Client(t), tt.opts...)
+			isolateReplica(t, g)
+			first, err := tt.lost(a, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			failOver(t, g)
+			second, err := tt.taken(newLocker(t, g.Replicas[0].Client(t), tt.opts...), ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			releaseAtEnd(t, second)
+			if overlap := leaseStart(second, quarantineTTL).Before(first.ValidUntil()); overlap != tt.overlap {
+				t.Fatalf("the second lease overlaps the lost one: %v, want %v", overlap, tt.overlap)
+			}
+		})
+	}
+}
+
 // A restart that loses writes: the server's RDB was saved before the last
 // grant, the server is killed and starts from it. The restarted server has
 // a new run ID: the key is quarantined, where without the quarantine it is
