@@ -217,6 +217,68 @@ func ExampleLocker_TryAcquireAll() {
 	// <nil>
 }
 
+func ExampleLocker_AcquireShared() {
+	client := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer func() {
+		if err := client.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
+	locker, err := lock.New(client, lock.WithIdentity("catalog-1"))
+	if err != nil {
+		panic(err)
+	}
+	defer func() {
+		if err := locker.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
+	ctx := context.Background()
+
+	// Two readers at once; a writer is kept out until both let go.
+	r1, err := locker.AcquireShared(ctx, "example/catalog")
+	if err != nil {
+		panic(err)
+	}
+	r2, err := locker.AcquireShared(ctx, "example/catalog")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("one generation:", r1.Fence() == r2.Fence())
+	_, err = locker.TryAcquire(ctx, "example/catalog")
+	fmt.Println("writer kept out:", errors.Is(err, lock.ErrNotAcquired))
+	_, err = r1.Upgrade(ctx)
+	fmt.Println("upgrade beside a reader:", errors.Is(err, lock.ErrUpgradeContended))
+	fmt.Println(r2.Release(ctx))
+	w, err := r1.Upgrade(ctx) // the last reader becomes the writer, never letting go
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("writer fence above:", w.Fence() > r1.Fence())
+	fmt.Println(w.Release(ctx))
+	// Output:
+	// one generation: true
+	// writer kept out: true
+	// upgrade beside a reader: true
+	// <nil>
+	// writer fence above: true
+	// <nil>
+}
+
+// serveCatalog is docs/library.md's shared-hold snippet (TestGoSnippets
+// compares them).
+func serveCatalog(ctx context.Context, locker *lock.Locker) error {
+	snapshot, err := locker.AcquireShared(ctx, "catalog") // beside other readers, never beside a writer
+	if err != nil {
+		return err
+	}
+	defer snapshot.Release(context.Background()) //nolint:errcheck // as in goService
+	return serve(snapshot.Context(), snapshot.Fence()) // the writers' generation it reads
+}
+
+// serve stands for reading a resource as of the generation fence.
+func serve(ctx context.Context, fence uint64) error { return settle(ctx, fence) }
+
 // transfer is docs/library.md's several-keys snippet (TestGoSnippets
 // compares them).
 func transfer(ctx context.Context, locker *lock.Locker, from, to string) error {
@@ -275,4 +337,4 @@ func semaphore(ctx context.Context, locker *lock.Locker) error {
 func export(ctx context.Context, fence uint64) error { return settle(ctx, fence) }
 
 // Compiled, not run: they need a Redis at redis:6379.
-var _, _, _ = goService, semaphore, transfer
+var _, _, _, _ = goService, semaphore, transfer, serveCatalog

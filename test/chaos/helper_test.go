@@ -132,6 +132,10 @@ func runHelper(role string) int {
 		return naiveCountingWaiter(ctx, client, key, ttl, false)
 	case "history-blind-waiter":
 		return naiveCountingWaiter(ctx, client, key, ttl, true)
+	case "rw-loop":
+		return rwLoop(ctx, client, key, ttl, os.Getenv("SHARED") == "1")
+	case "naive-rw-loop":
+		return naiveRWLoop(ctx, client, key, ttl, os.Getenv("SHARED") == "1")
 	case "permit-loop":
 		return permitLoop(ctx, client, key, ttl)
 	case "naive-counter-loop":

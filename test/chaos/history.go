@@ -33,6 +33,9 @@ type Claim struct {
 	Fence  uint64 `json:"fence"`
 	From   int64  `json:"from"`
 	Until  int64  `json:"until"`
+	// Shared marks a shared hold (a reader's): shared claims may overlap
+	// each other, never an exclusive one (Overlaps).
+	Shared bool `json:"shared,omitempty"`
 }
 
 // Write is one attempt to write to a fenced (or, for naive variants, plain) store.
@@ -82,7 +85,8 @@ func (h *History) Writes() []Write {
 // Violation is one broken property, described for the test log.
 type Violation string
 
-// Overlaps is S1: claims of one key whose windows intersect.
+// Overlaps is S1: claims of one key whose windows intersect, unless both
+// are shared (a read/write lock's readers).
 func Overlaps(claims []Claim) []Violation {
 	byKey := map[string][]Claim{}
 	for _, c := range claims {
@@ -93,6 +97,9 @@ func Overlaps(claims []Claim) []Violation {
 		slices.SortFunc(cs, func(a, b Claim) int { return cmp.Compare(a.From, b.From) })
 		for i := range cs {
 			for j := i + 1; j < len(cs) && cs[j].From < cs[i].Until; j++ {
+				if cs[i].Shared && cs[j].Shared {
+					continue
+				}
 				out = append(out, Violation(fmt.Sprintf("%s (fence %d) and %s (fence %d) both held %q for %v",
 					cs[i].Client, cs[i].Fence, cs[j].Client, cs[j].Fence, cs[i].Key,
 					time.Duration(min(cs[i].Until, cs[j].Until)-cs[j].From))))
