@@ -272,7 +272,7 @@ func serveCatalog(ctx context.Context, locker *lock.Locker) error {
 	if err != nil {
 		return err
 	}
-	defer snapshot.Release(context.Background()) //nolint:errcheck // as in goService
+	defer snapshot.Release(context.Background())       //nolint:errcheck // as in goService
 	return serve(snapshot.Context(), snapshot.Fence()) // the writers' generation it reads
 }
 
