@@ -84,3 +84,49 @@ func TestSharedHoldsAtTheScripts(t *testing.T) {
 		})
 	}
 }
+
+// A protocol-6 client knows one kind of waiter: its release pops a shared
+// waiter from the line and hands it the key as a lock. The waiter's
+// confirming attempt (protocol 7) turns that into its shared hold, so a
+// reader waiting behind a protocol-6 writer is served in a mixed roll-out,
+// and a second reader then shares the key with it.
+func TestAProtocol6ReleaseHandsASharedWaiterItsHold(t *testing.T) {
+	s := newServer(t)
+	const key = "rolled"
+	args := func(value string, place time.Duration) protocol.AcquireArgs {
+		return protocol.AcquireArgs{Value: value, TTL: 10 * time.Second, Fencing: true, Identity: "pod",
+			Place: place, Queued: place > 0, Window: time.Second}
+	}
+	shared := func(value string) []int64 {
+		t.Helper()
+		call := protocol.AcquireSharedCall(key, args(value, time.Minute))
+		res, err := ints(s.run(call.Script, call.Keys, call.Args...))
+		s.must(err)
+		return res
+	}
+	writer, reader := value(t, "v6-writer"), value(t, "reader")
+	expect(t, mustInts(t, v6Acquire.Run(s.ctx, s.c, protocol.AcquireKeys(key), args(writer, 0).Argv()...))[0], 1, "the protocol-6 writer")
+	expect(t, shared(reader)[0], 0, "the reader behind the writer")
+	call := protocol.FullReleaseCall(key, writer, protocol.ReleaseArgs{Window: time.Second})
+	n, err := v6Release.Run(s.ctx, s.c, call.Keys, call.Args...).Int()
+	s.must(err)
+	expect(t, int64(n), 1, "the protocol-6 release")
+	if got := s.c.Get(s.ctx, key).Val(); got != reader {
+		t.Fatalf("after the protocol-6 release the key holds %q, want the reader's value as a lock", got)
+	}
+	expect(t, shared(reader)[0], 1, "the reader's confirming attempt")
+	if kind := s.c.Type(s.ctx, key).Val(); kind != "zset" {
+		t.Fatalf("the reader's hold is a %s, want a shared hold (zset)", kind)
+	}
+	expect(t, shared(value(t, "second-reader"))[0], 1, "a second reader beside it")
+}
+
+// mustInts is ints of cmd, failing t on an error.
+func mustInts(t *testing.T, cmd *redis.Cmd) []int64 {
+	t.Helper()
+	res, err := ints(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}

@@ -150,6 +150,22 @@
 // one script. It does not wait: a caller that retries it can be overtaken
 // again and again by callers of one key, which wait in each key's line.
 //
+// # Readers and a writer
+//
+// Locker.AcquireShared(ctx, key) (and TryAcquireShared) takes the key
+// shared: any number of shared leases at once, or one exclusive lease
+// (Acquire), never both (TestSharedAndExclusiveClaimsNeverOverlap, with
+// stalled holders and late replies; in test/chaos, a reader process paused
+// past its TTL while a writer waits,
+// TestAPausedReaderPastItsTTLWhileAWriterWaits). A waiting writer keeps new
+// readers out; the last reader's release hands the writer the key and the
+// writer's release hands it to the readers queued behind it, each in one
+// round trip (TestSharedHoldsKeepTheWriterOutAndTakeTurnsWithIt). A shared
+// lease's Fence is the counter as its grant found it: it orders readers
+// against writers, not readers among themselves. Lease.Upgrade turns the
+// only shared lease into the exclusive one without letting go, or fails
+// at once with ErrUpgradeContended (TestUpgradeTakesTheKeyWithoutLettingGoOrIsRefused).
+//
 // # What it does not guarantee
 //
 //   - A lease cannot stop code that ignores it. A holder paused longer than
