@@ -781,3 +781,52 @@ func TestPasswordRotationKeepsHeldLeases(t *testing.T) {
 	}
 	releaseAtEnd(t, lease)
 }
+
+// Several DistributedLocks of one store are taken all or none, and shared
+// holds go through the resource too; across stores, namespaces or with a
+// semaphore, TryAcquireAll is refused with lock.ErrInvalidConfig.
+func TestSeveralLocksAndSharedHoldsThroughTheResources(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	srv := redistest.StartStandalone(t, redistest.WithPassword("s3cret"))
+	other := redistest.StartStandalone(t, redistest.WithPassword("s3cret"))
+	for name, addr := range map[string]string{"debit": srv.Addr(), "credit": srv.Addr(), "elsewhere": other.Addr()} {
+		publish(t, env, createLock(t, env, ns, name, v1alpha1.DistributedLockSpec{}), ns+"/"+name, standalone(addr), password("s3cret"))
+	}
+	publish(t, env, createLock(t, env, ns, "pool", v1alpha1.DistributedLockSpec{Permits: 2}), ns+"/pool", standalone(srv.Addr()), password("s3cret"))
+	cfg := podConfig(t, env, ns, credentialsSecret)
+	debit, credit := newKubeLocker(t, cfg, ns, "debit"), newKubeLocker(t, cfg, ns, "credit")
+
+	m, err := kube.TryAcquireAll(t.Context(), debit, credit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Client(t).Exists(t.Context(), ns+"/debit", ns+"/credit").Val(); n != 2 || len(m.Fences()) != 2 {
+		t.Fatalf("%d keys held, %d fences: want both", n, len(m.Fences()))
+	}
+	if _, err := debit.TryAcquire(t.Context()); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("a key of the multi-lease taken alone: %v, want ErrNotAcquired", err)
+	}
+	if err := m.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, with := range []string{"elsewhere", "pool"} {
+		if _, err := kube.TryAcquireAll(t.Context(), debit, newKubeLocker(t, cfg, ns, with)); !errors.Is(err, lock.ErrInvalidConfig) {
+			t.Fatalf("TryAcquireAll with %s: %v, want ErrInvalidConfig", with, err)
+		}
+	}
+
+	r1, err := debit.AcquireShared(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseAtEnd(t, r1)
+	r2, err := newKubeLocker(t, cfg, ns, "debit").TryAcquireShared(t.Context())
+	if err != nil {
+		t.Fatalf("a second reader through the resource: %v", err)
+	}
+	releaseAtEnd(t, r2)
+	if _, err := newKubeLocker(t, cfg, ns, "pool").TryAcquireShared(t.Context()); !errors.Is(err, lock.ErrInvalidConfig) {
+		t.Fatalf("a shared hold of a semaphore: %v, want ErrInvalidConfig", err)
+	}
+}

@@ -66,13 +66,16 @@ type Locker struct {
 // (with acquisitions in flight).
 type binding struct {
 	fingerprint string
-	id          identity
-	desc        string // the key and servers, for errors
-	key         string
-	permits     int // above 1: acquisitions take a permit of the semaphore key
-	locker      *lock.Locker
-	clients     []redis.UniversalClient
-	leases      int
+	// store is the fingerprint of everything but the key: bindings with
+	// one store reach the same servers with the same settings.
+	store   string
+	id      identity
+	desc    string // the key and servers, for errors
+	key     string
+	permits int // above 1: acquisitions take a permit of the semaphore key
+	locker  *lock.Locker
+	clients []redis.UniversalClient
+	leases  int
 }
 
 // NewLocker reads the DistributedLock namespace/name (ctx bounds this first
@@ -272,7 +275,7 @@ func (l *Locker) bindLocked(t target) (*binding, error) {
 			return nil, err
 		}
 		l.retire(l.current)
-		l.current = &binding{fingerprint: fp, id: t.id, desc: describe(t.key, &t.conn), key: t.key, permits: t.permits, locker: locker, clients: clients}
+		l.current = &binding{fingerprint: fp, store: t.storeFingerprint(), id: t.id, desc: describe(t.key, &t.conn), key: t.key, permits: t.permits, locker: locker, clients: clients}
 	}
 	l.current.leases++
 	return l.current, nil

@@ -197,6 +197,13 @@ func (t target) fingerprint() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// storeFingerprint is fingerprint without the key: equal for the
+// DistributedLocks of one store with the same lease settings.
+func (t target) storeFingerprint() string {
+	t.key = ""
+	return t.fingerprint()
+}
+
 // replicaAckTimeout bounds WAIT: long enough for a healthy replica, short
 // against the TTL so a missing replica costs little validity.
 func (t target) replicaAckTimeout() time.Duration { return min(t.ttl/5, 2*time.Second) }
