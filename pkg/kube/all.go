@@ -73,4 +73,3 @@ func sameStore(f *Locker, first *binding, l *Locker, b *binding) error {
 	}
 	return nil
 }
-
