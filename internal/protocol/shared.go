@@ -15,45 +15,46 @@ import (
 var (
 	//go:embed lua/shared_acquire.lua
 	sharedAcquireSrc string
-	// AcquireSharedScript: KEYS AcquireSharedKeys; ARGV AcquireArgs.Argv
-	// (all of it). Replies as AcquireScript, the fence being the counter
-	// as the grant found it.
-	AcquireSharedScript = sentOnly(newScript("shared_acquire", false, sharedAcquireSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, permitsSrc, takenSrc))
+	// AcquireSharedScript: KEYS and ARGV as AcquireScript's
+	// (AcquireSharedCall). Replies as AcquireScript, the fence being the
+	// counter as the grant found it.
+	AcquireSharedScript = sentOnly(newScript("shared_acquire", false, sharedAcquireSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, valueSrc))
 
 	//go:embed lua/shared_release.lua
 	sharedReleaseSrc    string
-	releaseSharedScript = newScript("shared_release", false, sharedReleaseSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, permitsSrc)
+	releaseSharedScript = newScript("shared_release", false, sharedReleaseSrc, fenceSrc, lineSrc, epochSrc, sharedSrc)
 
 	//go:embed lua/shared_renew.lua
 	sharedRenewSrc string
-	// RenewSharedScript: KEYS RenewPermitKeys; ARGV RenewArgv. Replies 1
+	// RenewSharedScript: KEYS RenewKeys; ARGV RenewArgv. Replies 1
 	// when extended, 0 when the value no longer held the key shared.
 	RenewSharedScript = newScript("shared_renew", false, sharedRenewSrc, epochSrc, sharedSrc)
 )
 
-// sharedSuffixes derive KEYS[2] on of the shared acquire and release from
-// the lock key: the lock's (acquire's order, release's order), then the
-// holders.
-var (
-	sharedAcquireSuffixes = []string{fenceSuffix, eventsSuffix, lineSuffix, epochSuffix, holdersSuffix}
-	sharedReleaseSuffixes = []string{eventsSuffix, lineSuffix, fenceSuffix, epochSuffix, holdersSuffix}
-)
-
-// AcquireSharedCall is the call of AcquireSharedScript for lock key: every
-// key and argument (a.Window always counts: a shared request hands what
-// the line's head is owed).
+// AcquireSharedCall is the call of AcquireSharedScript for lock key: the
+// lock acquire's keys and arguments, left out as AcquireCall leaves them
+// out for a FIFO acquire (the line and the hand-off window always count: a
+// shared request hands the line's head what it is owed).
 func AcquireSharedCall(key string, a AcquireArgs) Call {
-	return Call{AcquireSharedScript, scriptKeys(key, sharedAcquireSuffixes...), a.Argv()}
+	a.FIFO = true
+	c := AcquireCall(key, a)
+	c.Script = AcquireSharedScript
+	return c
 }
 
 // RenewSharedCall is RenewCall for a shared hold.
 func RenewSharedCall(key, value string, ttl time.Duration, q Quarantine) Call {
-	return q.trim(Call{RenewSharedScript, RenewPermitKeys(key), RenewArgv(value, ttl, q)})
+	c := RenewCall(key, value, ttl, q)
+	c.Script = RenewSharedScript
+	return c
 }
 
-// releaseSharedCall is ReleaseShared's call: every key and argument.
+// releaseSharedCall is ReleaseShared's call: the lock release's keys and
+// arguments, left out as Release leaves them out.
 func releaseSharedCall(key, value string, a ReleaseArgs) Call {
-	return Call{releaseSharedScript, scriptKeys(key, sharedReleaseSuffixes...), releaseArgv(value, a)}
+	c := releaseCall(key, value, a)
+	c.Script = releaseSharedScript
+	return c
 }
 
 // ReleaseShared removes value's shared hold of key, if it holds one live;
@@ -74,7 +75,7 @@ var sharedUpgradeSrc string
 
 // upgradeSharedScript turns a shared hold into the exclusive one
 // (UpgradeShared).
-var upgradeSharedScript = newScript("shared_upgrade", false, sharedUpgradeSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, permitsSrc)
+var upgradeSharedScript = newScript("shared_upgrade", false, sharedUpgradeSrc, fenceSrc, lineSrc, epochSrc, sharedSrc)
 
 // Upgrade is what UpgradeShared's script answered.
 type Upgrade struct {
@@ -94,7 +95,7 @@ type Upgrade struct {
 // under q (see lua/shared_upgrade.lua).
 func UpgradeSharedCall(key, value string, ttl time.Duration, fencing bool, q Quarantine) Call {
 	args := q.appendArgv(append(make([]any, 0, 3+quarantineArgc), value, Millis(ttl), flag(fencing)))
-	return Call{upgradeSharedScript, scriptKeys(key, fenceSuffix, holdersSuffix, epochSuffix), args}
+	return Call{upgradeSharedScript, scriptKeys(key, fenceSuffix, epochSuffix), args}
 }
 
 // ParseUpgrade reads the reply of UpgradeSharedCall's script.

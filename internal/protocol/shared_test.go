@@ -24,7 +24,7 @@ func TestSharedHoldsAtTheScripts(t *testing.T) {
 		ignoresWriter: {acquire: protocol.Variant(protocol.AcquireSharedScript,
 			"if head[1] then\n  if redis.call('EXISTS', key) == 0 then", "if false then\n  if redis.call('EXISTS', key) == 0 then")},
 		handsTooSoon: {release: protocol.Variant(protocol.ReleaseSharedScript,
-			"if redis.call('EXISTS', key) == 1 then\n  shared_expire", "if false then\n  shared_expire")},
+			"if redis.call('ZCARD', key) > 0 then", "if false then")},
 	}
 	for name, v := range variants {
 		t.Run(name, func(t *testing.T) {

@@ -148,7 +148,7 @@ type channelWaiters struct {
 	// are the last digests granted, for a waiter registering just after
 	// its own hand-off was announced.
 	byDigest     map[string]*waiter
-	recentGrants [8]string
+	recentGrants [32]string
 	grants       int
 	idle         Timer // unsubscribes after subscriptionLinger without waiters
 	// unconfirmed fires when a key handed to another process's waiter
@@ -224,7 +224,10 @@ func (e *events) wait(ctx context.Context, key string, seen uint64, value string
 		// queued it in Redis already.
 		w.digest = protocol.ValueDigest(value)
 		cw.byDigest[w.digest] = w
-		w.retry = !cw.confirmed || slices.Contains(cw.recentGrants[:], w.digest)
+		// A release hands shared holds to every reader queued together,
+		// each told alike: when more grants came since the attempt than
+		// the ring keeps, this waiter's may have left it, and it looks.
+		w.retry = !cw.confirmed || slices.Contains(cw.recentGrants[:], w.digest) || cw.releases-seen > uint64(len(cw.recentGrants))
 	} else {
 		w.retry = !cw.confirmed || cw.releases != seen
 	}

@@ -19,14 +19,25 @@ local function shared_kind(score)
   return tonumber(score) % 1 ~= 0
 end
 
--- shared_expire makes K (and HOLDERS, when given) expire with K's last
--- hold, rounded up to the whole ms PEXPIRE takes.
-local function shared_expire(key, holders, now)
+-- shared_first is K's kind from one command: 'none', 'shared' (a set
+-- whose scores say so), 'set' (a semaphore's) or 'other' (a lock's
+-- string, or a type no script writes), and K's first score. A ZRANGE
+-- through pcall is the type check, as lock_value's GET is.
+local function shared_first(key)
+  local first = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if first['err'] then
+    if string.find(first['err'], 'WRONGTYPE', 1, true) then return 'other' end
+    error(first)
+  end
+  if not first[2] then return 'none' end
+  return shared_kind(first[2]) and 'shared' or 'set'
+end
+
+-- shared_expire makes K expire with its last hold, rounded up to the
+-- whole ms PEXPIRE takes.
+local function shared_expire(key, now)
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
-  if not last then return end
-  local ms = math.ceil(tonumber(last) - now)
-  redis.call('PEXPIRE', key, ms)
-  if holders then redis.call('PEXPIRE', holders, ms) end
+  if last then redis.call('PEXPIRE', key, math.ceil(tonumber(last) - now)) end
 end
 
 -- shared_hand_out gives head, a shared waiter just taken off the head of
@@ -46,7 +57,7 @@ local function shared_hand_out(key, counter, channel, line, window, head)
       head = nxt[1]
     end
   end
-  shared_expire(key, nil, now)
+  shared_expire(key, now)
 end
 
 -- line_hand gives the free lock key K to the waiter popped off its line

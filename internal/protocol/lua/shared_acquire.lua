@@ -3,22 +3,16 @@
 -- key's lua/acquire.lua), never both; writer-preferring: once an
 -- exclusive waiter is in the key's line, a new shared request waits behind
 -- it, with or without FIFO.
--- KEYS[1] lock key, KEYS[2] fence counter, KEYS[3] events channel,
--- KEYS[4] waiting line, KEYS[5] epoch record (lua/epoch.lua), KEYS[6]
--- holders (lua/permits.lua's, for the shared holders)
--- ARGV as lua/acquire.lua's: [1] value, [2] ttl (ms), [3] "1" to report
--- the fence, [4] identity, [5] "1" to announce "acquired <identity>", [6]
--- place (ms), [7] "1" when this value may be in the line already, [8]
--- unused (FIFO: a shared request always lets the line go first), [9]
--- hand-off window (ms), [10] "1" on Redis Cluster, [11] and [12] the
--- failover quarantine's, [13] "0" when a waiter keeping its place need
--- not keep the line longer.
+-- KEYS and ARGV as lua/acquire.lua's, and left out as its caller leaves
+-- them out (protocol.AcquireSharedCall sends them as a FIFO acquire does:
+-- the line and the hand-off window always). ARGV[8], FIFO, is not read: a
+-- shared request always lets the line go first.
 -- Returns {1, fence} when acquired: fence is the counter as the grant
 -- found it, not incremented (the generation the holder reads; 0 without
 -- fencing); {0, ms, counter, quarantine, history, recorded} when not, as
 -- lua/acquire.lua's (ms: the key's PTTL, or the quarantine's); or an
 -- error with nothing taken.
-local key, counter, channel, line, holders = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]
+local key, counter, channel, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value, ttl = ARGV[1], tonumber(ARGV[2])
 local place, queued, window = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[9]
 events_sharded = ARGV[10] == '1'
@@ -33,28 +27,25 @@ local function wait(ms, held_back)
   return fence_not_acquired(counter, ms, held_back, epoch_recorded)
 end
 
-local kind = redis.call('TYPE', key)['ok']
-if kind == 'string' and not (queued and redis.call('GET', key) == value) then
-  -- An exclusive holder, or a hand-off to an exclusive waiter.
+local kind = shared_first(key)
+if kind == 'other' and not (queued and lock_value(key) == value) then
+  -- An exclusive holder, or a hand-off to an exclusive waiter, or a key
+  -- of a type no script writes.
   return wait(redis.call('PTTL', key))
 end
-if kind == 'zset' and not shared_kind(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]) then
+if kind == 'set' then
   -- A semaphore's permits: this kind waits for them to go, as a lock does.
   return wait(redis.call('PTTL', key))
 end
-if kind ~= 'none' and kind ~= 'zset' and kind ~= 'string' then return wait(redis.call('PTTL', key)) end
 
 local held_back = epoch_check(KEYS[5], ttl, cutoff, ARGV[12] == '1', false)
 local now = epoch_now()
 
 -- taken runs once value holds K shared until now + ttl: the fence is the
--- counter as it is (a missing one starts as a grant's would), the holder
--- is recorded, and K and HOLDERS expire with their last hold.
+-- counter as it is (a missing one starts as a grant's would), and K
+-- expires with its last hold.
 local function taken()
-  local function undo()
-    redis.call('ZREM', key, value)
-    redis.call('HDEL', holders, value)
-  end
+  local function undo() redis.call('ZREM', key, value) end
   epoch_granted(KEYS[5], ttl, cutoff)
   local fence = 0
   if ARGV[3] == '1' then
@@ -68,21 +59,29 @@ local function taken()
       end
     end
   end
-  redis.call('HSET', holders, value, string.format('%.0f %.0f', fence, now))
-  shared_expire(key, holders, now)
-  local r = lease_taken({value, ARGV[2], '0', ARGV[4], ARGV[5]}, counter, channel, undo)
-  if r['err'] then return r end
+  if kind == 'none' then
+    redis.call('PEXPIRE', key, ttl + 1) -- the only hold
+  else
+    shared_expire(key, now)
+  end
+  if ARGV[5] == '1' then
+    local sent = events_pcall(channel, 'acquired ' .. ARGV[4])
+    if type(sent) == 'table' then
+      undo()
+      return sent
+    end
+  end
   return {1, fence}
 end
 
-if kind == 'string' then
+if kind == 'other' then
   -- An older release handed this shared waiter the key as a lock (protocol
   -- 6 knows one kind of waiter): the hand-off becomes its shared hold.
   redis.call('DEL', key)
   redis.call('ZADD', key, now + ttl + 0.5, value)
+  kind = 'none'
   return taken()
 end
-permits_purge(key, holders, now)
 if queued and redis.call('ZSCORE', key, value) then
   -- A release handed this waiter its hold (and took it off the line): this
   -- is the confirming write of a waiter that did not count from the
@@ -100,6 +99,7 @@ local head = redis.call('ZRANGE', line, 0, 0, 'WITHSCORES')
 if head[1] and shared_kind(head[2]) then
   redis.call('ZREM', line, head[1])
   shared_hand_out(key, counter, channel, line, window, head[1])
+  kind = 'shared'
   if queued and redis.call('ZSCORE', key, value) then
     redis.call('ZADD', key, 'XX', now + ttl + 0.5, value)
     return taken()

@@ -2,29 +2,28 @@
 -- the last shared holder to go hands the key to the first waiter in line
 -- (an exclusive waiter: the key, in this one round trip), as a lock's
 -- release does; a waiter giving up leaves the line.
--- KEYS as lua/release.lua's ([1] lock key, [2] events channel, [3]
--- waiting line, [4] fence counter, [5] epoch record), then [6] holders
--- ARGV as lua/release.lua's: [1] value, [2] hand-off window (ms), [3] "1"
--- to announce "released" when nobody waits, [4] "1" on Redis Cluster,
--- [5] the TTL (ms), [6] and [7] the failover quarantine's.
+-- KEYS and ARGV as lua/release.lua's, and left out as its caller leaves
+-- them out (protocol.ReleaseShared sends what protocol.Release sends).
 -- Returns 1 when released, 0 when the value held no live shared hold.
-local key, channel, line, counter, holders = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]
+local key, channel, line, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value = ARGV[1]
 events_sharded = ARGV[4] == '1'
-local score = redis.call('TYPE', key)['ok'] == 'zset' and redis.call('ZSCORE', key, value)
+local score = redis.pcall('ZSCORE', key, value) -- a lock's string: WRONGTYPE, no hold
 local now = epoch_now()
-if not score or not shared_kind(score) or tonumber(score) <= now then
+if type(score) ~= 'string' or not shared_kind(score) or tonumber(score) <= now then
   redis.call('ZREM', line, value)
   return 0
 end
 redis.call('ZREM', key, value)
-redis.call('HDEL', holders, value)
-permits_purge(key, holders, now)
-if redis.call('EXISTS', key) == 1 then
-  shared_expire(key, holders, now)
-  return 1
+if redis.call('ZCARD', key) > 0 then
+  -- Holds that expired are no holds: K with only those must not keep the
+  -- writer waiting until K's own expiry.
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  if redis.call('EXISTS', key) == 1 then
+    shared_expire(key, now)
+    return 1
+  end
 end
-redis.call('DEL', holders)
 local popped = redis.call('ZPOPMIN', line)
 if popped[1] and epoch_check(KEYS[5], tonumber(ARGV[5] or '0'), tonumber(ARGV[6] or ''), ARGV[7] == '1', true) > 0 then
   redis.call('ZADD', line, popped[2], popped[1])
