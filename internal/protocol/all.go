@@ -38,7 +38,7 @@ var (
 // fields do not apply: no place in a line, no quarantine).
 func AcquireAllCall(keys []string, a AcquireArgs) Call {
 	k := a.Constants
-	return Call{acquireAllScript, allKeys(keys, allSuffixes), []any{a.Value, k.millis(a.TTL), flag(a.Fencing), k.str(a.Identity), flag(a.Announce),
+	return Call{acquireAllScript, allKeys(keys, allSuffixes), []any{valueArg(a.Value, a.ValueArg), k.millis(a.TTL), flag(a.Fencing), k.str(a.Identity), flag(a.Announce),
 		flag(a.FIFO), flag(a.Sharded)}}
 }
 

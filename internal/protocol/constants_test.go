@@ -46,3 +46,33 @@ func TestConstantsAreBoxedOnce(t *testing.T) {
 		})
 	}
 }
+
+// A claim's value goes into its acquisition's and its release's arguments
+// boxed once (ValueArg): the same arguments, one allocation fewer for each
+// call (an uncontended acquire+release: 31 allocations, now 30).
+func TestAValueIsBoxedOncePerClaim(t *testing.T) {
+	const ttl, window = 10 * time.Second, time.Second
+	value := "pod-a:1/" + string(make([]byte, 40))
+	var boxed any = value
+	tests := []struct {
+		name string
+		call func(arg any) protocol.Call
+	}{
+		{"attempt", func(arg any) protocol.Call {
+			return protocol.AcquireCall("job", protocol.AcquireArgs{Value: value, TTL: ttl, Fencing: true, Identity: "pod-a:1", ValueArg: arg})
+		}},
+		{"release", func(arg any) protocol.Call {
+			return protocol.ReleaseCall("job", value, protocol.ReleaseArgs{Window: window, ValueArg: arg})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if with, without := tt.call(boxed), tt.call(nil); !slices.Equal(with.Args, without.Args) {
+				t.Fatalf("arguments %v with the boxed value, %v without", with.Args, without.Args)
+			}
+			if got := testing.AllocsPerRun(100, func() { tt.call(nil) }) - testing.AllocsPerRun(100, func() { tt.call(boxed) }); got != 1 {
+				t.Fatalf("the boxed value spares %v allocations, want 1", got)
+			}
+		})
+	}
+}

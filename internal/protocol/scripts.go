@@ -209,6 +209,11 @@ type AcquireArgs struct {
 	// Constants, when set, hold the TTL, window, place and identity boxed
 	// once (NewConstants); nil boxes them at every call.
 	Constants *Constants
+	// ValueArg, when set, is Value in an interface, made once for a claim:
+	// a value goes on its acquisition and its release, and a string made
+	// at run time is copied to the heap each time it goes into one. Nil
+	// puts Value in one at every call.
+	ValueArg any
 	// LineFresh says the caller, queued, kept the line long enough lately
 	// (protocol 7): its last attempt that kept the line was sent less than
 	// half a TTL ago, on the caller's clock, and the line is kept for a
@@ -236,8 +241,16 @@ func (a AcquireArgs) PermitArgv() []any {
 func (a AcquireArgs) common(extra int) []any {
 	const n = 9
 	k := a.Constants
-	return append(make([]any, 0, n+extra+quarantineArgc+1), a.Value, k.millis(a.TTL), flag(a.Fencing), k.str(a.Identity), flag(a.Announce),
+	return append(make([]any, 0, n+extra+quarantineArgc+1), valueArg(a.Value, a.ValueArg), k.millis(a.TTL), flag(a.Fencing), k.str(a.Identity), flag(a.Announce),
 		k.millis(a.Place), flag(a.Queued), flag(a.FIFO), k.millis(a.Window))
+}
+
+// valueArg is value in an interface: arg when the caller made it once.
+func valueArg(value string, arg any) any {
+	if arg != nil {
+		return arg
+	}
+	return value
 }
 
 // flag is a script's "1" or "0" argument, boxed once: a string chosen at
@@ -273,6 +286,9 @@ type ReleaseArgs struct {
 	Quarantine Quarantine
 	// Constants is AcquireArgs.Constants.
 	Constants *Constants
+	// ValueArg is AcquireArgs.ValueArg: the released value in an
+	// interface, nil to make one.
+	ValueArg any
 }
 
 // Release deletes key if it still holds value and hands it to the first
@@ -315,7 +331,7 @@ var releaseSuffixes = []string{eventsSuffix, lineSuffix, fenceSuffix, epochSuffi
 // releaseArgv is every ARGV of the release script, none left out.
 func releaseArgv(value string, a ReleaseArgs) []any {
 	k := a.Constants
-	return a.Quarantine.appendArgv(append(make([]any, 0, 5+quarantineArgc), value, k.millis(a.Window), flag(a.Announce), flag(a.Sharded), k.millis(a.TTL)))
+	return a.Quarantine.appendArgv(append(make([]any, 0, 5+quarantineArgc), valueArg(value, a.ValueArg), k.millis(a.Window), flag(a.Announce), flag(a.Sharded), k.millis(a.TTL)))
 }
 
 // ErrFenceRange reports a fence above MaxFence, which Lua could not hold

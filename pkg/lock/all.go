@@ -76,7 +76,7 @@ func (l *Locker) tryAcquireAll(ctx context.Context, keys []string) (*MultiLease,
 	}
 	leases := make([]*Lease, 0, len(keys))
 	for i, k := range keys {
-		lease, err := l.hold(ctx, target{key: k}, c.value, a.Fences[i], sent, validUntil, l.cfg.renewInterval)
+		lease, err := l.hold(ctx, target{key: k}, c.value, c.valueArg, a.Fences[i], sent, validUntil, l.cfg.renewInterval)
 		if err != nil { // closed meanwhile: hold gave k back; give back the rest
 			for _, rest := range keys[i+1:] {
 				l.releaseQuietly(target{key: rest}, c.value)

@@ -14,7 +14,7 @@ type backend interface {
 	// renew extends value's hold on t if it is still ours; false when it is not.
 	renew(ctx context.Context, t target, value string, ttl time.Duration) (bool, error)
 	// release ends value's hold on t if it is still ours; false when it was not.
-	release(ctx context.Context, t target, value string) (bool, error)
+	release(ctx context.Context, t target, value string, arg any) (bool, error)
 	// subscribers are the clients whose pub/sub carries the keys' events.
 	subscribers() []redis.UniversalClient
 	// inspect reads the key's holder, TTL and fence counter.
@@ -51,7 +51,10 @@ func (t target) semaphore() bool { return t.permits > 0 }
 // claim is one acquisition attempt.
 type claim struct {
 	value string
-	ttl   time.Duration
+	// valueArg is value in an interface, made once: it goes on the
+	// acquisition and on the lease's release (protocol.AcquireArgs.ValueArg).
+	valueArg any
+	ttl      time.Duration
 	// place, when positive, queues a failed attempt in the key's waiting
 	// line for that long (backends with a waiting line).
 	place time.Duration

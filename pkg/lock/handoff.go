@@ -129,7 +129,7 @@ func (l *Locker) handedOver(ctx context.Context, t target, c claim, w *waiter, s
 	if l.cfg.fencing {
 		fence = uint64(g.Counter) //nolint:gosec // G115: ParseGrant keeps only a positive counter
 	}
-	lease, err := l.hold(ctx, t, c.value, fence, sent, validUntil, min(left/2, l.cfg.renewInterval))
+	lease, err := l.hold(ctx, t, c.value, c.valueArg, fence, sent, validUntil, min(left/2, l.cfg.renewInterval))
 	if err != nil {
 		return nil // closed: the next attempt reports it
 	}

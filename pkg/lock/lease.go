@@ -18,6 +18,7 @@ type Lease struct {
 	locker     *Locker
 	target     // the lock key, or the semaphore key and its permits
 	value      string
+	valueArg   any // value in an interface, made once for its claim (nil: made at release)
 	fence      uint64
 	acquiredAt time.Time
 	// acquiredIn is the acquire span's (WithTracerProvider): later spans
@@ -287,7 +288,7 @@ func (s *Lease) Release(ctx context.Context) error {
 	if again {
 		return prior
 	}
-	ok, err := s.locker.backend.release(ctx, s.target, s.value)
+	ok, err := s.locker.backend.release(ctx, s.target, s.value, s.valueArg)
 	return s.releasedAs(first, prior, ok, err)
 }
 

@@ -268,7 +268,7 @@ func (l *Locker) renewClaim(c claim) (claim, error) {
 	if err != nil {
 		return claim{}, fmt.Errorf("lock: %w", err)
 	}
-	c.value, c.queued = value, false
+	c.value, c.valueArg, c.queued = value, value, false
 	return c, nil
 }
 
@@ -298,7 +298,7 @@ func (l *Locker) try(ctx context.Context, t target, c claim) (lease *Lease, spen
 		l.releaseQuietly(t, c.value)
 		return nil, true, &NotAcquiredError{Key: key, Permits: t.permits, Reason: "validity ran out before the acquisition completed"}
 	}
-	lease, err = l.hold(ctx, t, c.value, a.fence, sent, validUntil, l.cfg.renewInterval)
+	lease, err = l.hold(ctx, t, c.value, c.valueArg, a.fence, sent, validUntil, l.cfg.renewInterval)
 	if err == nil {
 		l.tracing.via(ctx, "attempt")
 	}
@@ -309,8 +309,9 @@ func (l *Locker) try(ctx context.Context, t target, c claim) (lease *Lease, spen
 // from sent), whose first renewal is due after firstRenewal; ErrClosed
 // (and value given back) when the Locker closed meanwhile. ctx is the
 // acquisition's, for its span only: it never bounds the lease.
-func (l *Locker) hold(ctx context.Context, t target, value string, fence uint64, sent, validUntil time.Time, firstRenewal time.Duration) (*Lease, error) {
+func (l *Locker) hold(ctx context.Context, t target, value string, valueArg any, fence uint64, sent, validUntil time.Time, firstRenewal time.Duration) (*Lease, error) {
 	lease := newLease(l, t, value, fence, sent, validUntil)
+	lease.valueArg = valueArg
 	lease.acquiredIn = trace.SpanContextFromContext(ctx)
 	l.mu.Lock()
 	if l.closed {
@@ -333,7 +334,7 @@ func (l *Locker) hold(ctx context.Context, t target, value string, fence uint64,
 func (l *Locker) releaseQuietly(t target, value string) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.closeTimeout)
 	defer cancel()
-	if _, err := l.backend.release(ctx, t, value); err != nil {
+	if _, err := l.backend.release(ctx, t, value, nil); err != nil {
 		l.cfg.logger.Error(err, "releasing an unused acquisition; it expires with its TTL", "key", t.key)
 	}
 }

@@ -199,7 +199,7 @@ func (r *redlock) acquire(ctx context.Context, t target, c claim) (attempt, erro
 func (r *redlock) releaseAll(t target, value string) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	fanOut(ctx, r, func(ctx context.Context, n *single) (bool, error) { return n.release(ctx, t, value) })
+	fanOut(ctx, r, func(ctx context.Context, n *single) (bool, error) { return n.release(ctx, t, value, nil) })
 }
 
 func (r *redlock) renew(ctx context.Context, t target, value string, ttl time.Duration) (bool, error) {
@@ -207,8 +207,8 @@ func (r *redlock) renew(ctx context.Context, t target, value string, ttl time.Du
 	return r.decide("renew", replies)
 }
 
-func (r *redlock) release(ctx context.Context, t target, value string) (bool, error) {
-	replies := fanOut(ctx, r, func(ctx context.Context, n *single) (bool, error) { return n.release(ctx, t, value) })
+func (r *redlock) release(ctx context.Context, t target, value string, arg any) (bool, error) {
+	replies := fanOut(ctx, r, func(ctx context.Context, n *single) (bool, error) { return n.release(ctx, t, value, arg) })
 	return r.decide("release", replies)
 }
 

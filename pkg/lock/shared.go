@@ -102,7 +102,7 @@ func (s *Lease) Upgrade(ctx context.Context) (*Lease, error) {
 		l.releaseQuietly(t, s.value)
 		return nil, fmt.Errorf("%w: %q: validity ran out before the upgrade completed", ErrLeaseLost, s.key)
 	}
-	return l.hold(ctx, t, s.value, u.Fence, sent, validUntil, l.cfg.renewInterval)
+	return l.hold(ctx, t, s.value, s.valueArg, u.Fence, sent, validUntil, l.cfg.renewInterval)
 }
 
 // upgrade runs the upgrade of value's shared hold of key to its exclusive

@@ -124,7 +124,8 @@ func (s *single) countsHandOffs() bool { return s.acks == 0 }
 func (s *single) acquire(ctx context.Context, t target, c claim) (attempt, error) {
 	key, value := t.key, c.value
 	args := protocol.AcquireArgs{Value: value, TTL: c.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
-		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits, Sharded: s.sharded, Quarantine: s.quarantine, LineFresh: c.lineFresh, Constants: s.constants}
+		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits, Sharded: s.sharded, Quarantine: s.quarantine, LineFresh: c.lineFresh, Constants: s.constants,
+		ValueArg: c.valueArg}
 	var call protocol.Call
 	switch {
 	case t.semaphore():
@@ -232,7 +233,7 @@ func (s *single) master(ctx context.Context, key string) (*redis.Client, error) 
 // giveBack releases an acquisition that will not be used, within
 // giveBackTimeout, whatever the caller's context.
 func (s *single) giveBack(t target, value string) {
-	s.giveBackWith(func(ctx context.Context) { _, _ = s.release(ctx, t, value) })
+	s.giveBackWith(func(ctx context.Context) { _, _ = s.release(ctx, t, value, nil) })
 }
 
 // giveBackWith runs release, which gives back an acquisition that will not
@@ -248,7 +249,7 @@ func (s *single) giveBackWith(release func(ctx context.Context)) {
 // waiter's place in line, and the key or permit if it was handed to it),
 // without making the caller wait (giveBackAsyncWith).
 func (s *single) giveBackAsync(t target, value string) {
-	s.giveBackAsyncWith(t.key, func(ctx context.Context) { _, _ = s.release(ctx, t, value) })
+	s.giveBackAsyncWith(t.key, func(ctx context.Context) { _, _ = s.release(ctx, t, value, nil) })
 }
 
 // giveBackAsyncWith runs release in the background: the server that did
@@ -402,16 +403,18 @@ func (s *single) renewBatch(ctx context.Context, client redis.Cmdable, rs []rene
 	return out
 }
 
-func (s *single) release(ctx context.Context, t target, value string) (bool, error) {
+func (s *single) release(ctx context.Context, t target, value string, arg any) (bool, error) {
+	a := s.releaseArgs()
+	a.ValueArg = arg
 	var ok bool
 	var err error
 	switch {
 	case t.semaphore():
-		ok, err = protocol.ReleasePermit(ctx, s.run, t.key, value, t.permits, s.releaseArgs())
+		ok, err = protocol.ReleasePermit(ctx, s.run, t.key, value, t.permits, a)
 	case t.shared:
-		ok, err = protocol.ReleaseShared(ctx, s.run, t.key, value, s.releaseArgs())
+		ok, err = protocol.ReleaseShared(ctx, s.run, t.key, value, a)
 	default:
-		ok, err = protocol.Release(ctx, s.run, t.key, value, s.releaseArgs())
+		ok, err = protocol.Release(ctx, s.run, t.key, value, a)
 	}
 	if err != nil {
 		return false, fmt.Errorf("lock: %w", err)
