@@ -87,7 +87,9 @@ elseif kind == 'string' then
 elseif kind ~= 'zset' then
   return redis.error_reply('WRONGTYPE redlease: ' .. key .. ' holds neither a lock nor a semaphore')
 end
-if shared_kind(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2] or 0) then
+-- The first entry by score (ZRANGEBYSCORE: a command the controller's
+-- user may run, where it may not run ZRANGE).
+if shared_kind(redis.call('ZRANGEBYSCORE', key, '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2] or 0) then
   -- Held shared (protocol 7): how many hold it (expired holds no script
   -- purged yet included) and when the last one expires.
   return reply({3, fence, redis.call('ZCARD', key), redis.call('PTTL', key), quarantine()})
