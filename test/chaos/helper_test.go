@@ -132,6 +132,8 @@ func runHelper(role string) int {
 		return naiveCountingWaiter(ctx, client, key, ttl, false)
 	case "history-blind-waiter":
 		return naiveCountingWaiter(ctx, client, key, ttl, true)
+	case "multi-writer":
+		return multiWriter(ctx, client, key, ttl, os.Getenv("NAIVE") == "1")
 	case "rw-loop":
 		return rwLoop(ctx, client, key, ttl, os.Getenv("SHARED") == "1")
 	case "naive-rw-loop":
