@@ -13,7 +13,7 @@ var (
 	//go:embed lua/acquire_all.lua
 	acquireAllSrc string
 	// acquireAllScript takes several lock keys, all or none (AcquireAllCall).
-	acquireAllScript = newScript("acquire_all", false, acquireAllSrc, fenceSrc, lineSrc, takenSrc)
+	acquireAllScript = newScript("acquire_all", false, acquireAllSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, takenSrc, valueSrc)
 
 	//go:embed lua/release_all.lua
 	releaseAllSrc string
@@ -40,6 +40,16 @@ func AcquireAllCall(keys []string, a AcquireArgs) Call {
 	k := a.Constants
 	return Call{acquireAllScript, allKeys(keys, allSuffixes), []any{valueArg(a.Value, a.ValueArg), k.millis(a.TTL), flag(a.Fencing), k.str(a.Identity), flag(a.Announce),
 		flag(a.FIFO), flag(a.Sharded)}}
+}
+
+// AcquireAllWaitCall is AcquireAllCall for a caller that waits: with
+// a.Place its failed attempt joins every key's line (a.Queued: it may be
+// in them already) and keeps the keys reserved for it, with a.Window.
+func AcquireAllWaitCall(keys []string, a AcquireArgs) Call {
+	c := AcquireAllCall(keys, a)
+	k := a.Constants
+	c.Args = append(c.Args, k.millis(a.Place), flag(a.Queued), k.millis(a.Window))
+	return c
 }
 
 // AllAttempt is acquireAllScript's reply.

@@ -8,34 +8,93 @@
 -- increment the fences, ARGV[4] identity, ARGV[5] "1" to announce
 -- "acquired <identity>" on each key, ARGV[6] "1" for strict FIFO (a key
 -- with waiters in line is not free: it goes to the head of its line),
--- ARGV[7] "1" on Redis Cluster (messages on sharded pub/sub).
+-- ARGV[7] "1" on Redis Cluster (messages on sharded pub/sub), ARGV[8]
+-- place (ms; missing or 0: do not wait), ARGV[9] "1" when the value may
+-- be in the lines already, ARGV[10] hand-off window (ms).
+-- A waiting caller (ARGV[8]) joins every key's line with one arrival,
+-- scored in µs plus a quarter (lua/shared.lua's all_kind), so every line
+-- orders the waiters for several keys alike. A release that pops it
+-- reserves the key for it (the key holds its marker for the window,
+-- lua/shared.lua's line_hand), and so does its own attempt for a free key
+-- whose line it heads; it refreshes its reservations at every attempt and
+-- takes its set once every key is free or reserved for it. So nobody who
+-- arrived after it takes a key of its set before it, and it waits for no
+-- more than the holders and the waiters ahead of it.
 -- Returns {1, fence_1, ..., fence_n} when every key was taken (fences 0
 -- without fencing), {0, i, pttl} when the i-th key was not free (pttl: its
 -- PTTL, -1 when it has no TTL, -2 when it is free but its FIFO line is
 -- not empty), or an error with no key taken.
--- A key held as a semaphore (a sorted set) is held: EXISTS sees it, and
--- no command here minds its type.
+-- A key held as a semaphore or shared (a sorted set) is held: EXISTS sees
+-- it, and no command here minds its type.
 local n = #KEYS / 4
+local value = ARGV[1]
+local place, queued, window = tonumber(ARGV[8] or '0'), ARGV[9] == '1', ARGV[10]
 events_sharded = ARGV[7] == '1'
-for i = 1, n do
-  local key = KEYS[4 * i - 3]
-  if redis.call('EXISTS', key) == 1 then return {0, i, redis.call('PTTL', key)} end
-  if ARGV[6] == '1' and redis.call('EXISTS', KEYS[4 * i - 1]) == 1 then return {0, i, -2} end
+local mine = all_marker(value)
+
+-- held is why key i is not free for the caller: nil when free (missing,
+-- or reserved for it), else the reply's pttl.
+local function held(i)
+  local key, line = KEYS[4 * i - 3], KEYS[4 * i - 1]
+  local v = lock_value(key)
+  if v == mine then return nil end
+  if v ~= false or redis.call('EXISTS', key) == 1 then return redis.call('PTTL', key) end
+  if ARGV[6] == '1' then
+    local head = redis.call('ZRANGE', line, 0, 0)[1]
+    if head and head ~= value then return -2 end
+  end
+  return nil
 end
 
--- undo gives every key back before an error is returned: Redis does not
--- roll back a script's writes, and no key may stay held by nobody.
-local function undo()
-  for i = 1, n do redis.call('DEL', KEYS[4 * i - 3]) end
+local blocked, wait = nil, 0
+for i = 1, n do
+  local ms = held(i)
+  if ms then
+    blocked, wait = i, ms
+    break
+  end
 end
 
-for i = 1, n do
-  redis.call('SET', KEYS[4 * i - 3], ARGV[1], 'PX', ARGV[2])
+if not blocked then
+  -- undo gives every key back before an error is returned: Redis does
+  -- not roll back a script's writes, and no key may stay held by nobody.
+  local function undo()
+    for i = 1, n do redis.call('DEL', KEYS[4 * i - 3]) end
+  end
+  for i = 1, n do
+    redis.call('SET', KEYS[4 * i - 3], value, 'PX', ARGV[2])
+    if queued then redis.call('ZREM', KEYS[4 * i - 1], value) end
+  end
+  local reply = {1}
+  for i = 1, n do
+    local taken = lease_taken(ARGV, KEYS[4 * i - 2], KEYS[4 * i], undo)
+    if taken['err'] then return taken end
+    reply[i + 1] = taken[2]
+  end
+  return reply
 end
-local reply = {1}
-for i = 1, n do
-  local taken = lease_taken(ARGV, KEYS[4 * i - 2], KEYS[4 * i], undo)
-  if taken['err'] then return taken end
-  reply[i + 1] = taken[2]
+
+if place > 0 then
+  local arrival = nil
+  for i = 1, n do
+    local key, line = KEYS[4 * i - 3], KEYS[4 * i - 1]
+    if lock_value(key) == mine then
+      redis.call('PEXPIRE', key, window) -- a reservation kept while the caller waits
+    else
+      if not (queued and redis.call('ZSCORE', line, value)) then
+        if not arrival then
+          local t = redis.call('TIME')
+          arrival = t[1] .. string.rep('0', 6 - #t[2]) .. t[2] .. '.25'
+        end
+        redis.call('ZADD', line, 'NX', arrival, value)
+      end
+      redis.call('PEXPIRE', line, place)
+      if redis.call('EXISTS', key) == 0 and redis.call('ZRANGE', line, 0, 0)[1] == value then
+        -- Free, and the caller first in its line: reserved for it.
+        redis.call('ZREM', line, value)
+        redis.call('SET', key, mine, 'PX', window)
+      end
+    end
+  end
 end
-return reply
+return {0, blocked, wait}

@@ -1,5 +1,6 @@
--- Release the keys an all-or-nothing acquisition took (protocol 7), all
--- in one atomic run: no client sees some of them given back and not the
+-- Release the keys an all-or-nothing acquisition took (protocol 7), or
+-- those reserved for a waiter for several keys that gives up, all in one
+-- atomic run: no client sees some of them given back and not the
 -- others. Each key still holding the value is handed to the first waiter
 -- in its line, or deleted, as lua/release.lua does for one key; a key no
 -- longer the caller's is left as it is, and the value leaves its line.
@@ -15,8 +16,11 @@ events_sharded = ARGV[4] == '1'
 local released = {}
 for i = 1, n do
   local key, channel, line, counter = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i]
-  if lock_value(key) == ARGV[1] then
-    released[i] = 1
+  local v = lock_value(key)
+  if v == ARGV[1] or v == all_marker(ARGV[1]) then
+    -- The caller's key, or one reserved for it while it waited (a waiter
+    -- giving up frees its reservations as a holder frees its keys).
+    released[i] = v == ARGV[1] and 1 or 0
     local popped = redis.call('ZPOPMIN', line)
     if popped[1] then
       line_hand(key, counter, channel, line, popped, ARGV[2])

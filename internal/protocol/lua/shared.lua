@@ -14,9 +14,22 @@
 -- 2041; past it the line's half rounds to the even µs and a shared waiter
 -- would read as exclusive: docs/protocol.md).
 
--- shared_kind reports a score that a shared hold or a shared waiter wrote.
+-- shared_kind reports a score that a shared hold or a shared waiter wrote
+-- (a half).
 local function shared_kind(score)
-  return tonumber(score) % 1 ~= 0
+  return tonumber(score) % 1 == 0.5
+end
+
+-- all_kind reports a line score that a waiter for several keys at once
+-- wrote (lua/acquire_all.lua: a quarter).
+local function all_kind(score)
+  return tonumber(score) % 1 == 0.25
+end
+
+-- all_marker is what a key reserved for head holds: no lock value (no
+-- '/'), so nothing but head's acquisition of its whole set takes it.
+local function all_marker(head)
+  return '~' .. redis.sha1hex(head)
 end
 
 -- shared_first is K's kind from one command: 'none', 'shared' (a set
@@ -65,7 +78,14 @@ end
 -- value): an exclusive waiter gets the key (hand_over), a shared one and
 -- those after it shared holds.
 local function line_hand(key, counter, channel, line, popped, window)
-  if shared_kind(popped[2]) then
+  if all_kind(popped[2]) then
+    -- A waiter for several keys: the key is reserved for it (held by its
+    -- marker for the window) and it is told, uncounted: it takes its whole
+    -- set at its next attempt, or refreshes the reservation while another
+    -- key of its set is held (lua/acquire_all.lua).
+    redis.call('SET', key, all_marker(popped[1]), 'PX', window)
+    line_grant(channel, line, popped[1], '')
+  elseif shared_kind(popped[2]) then
     redis.call('DEL', key)
     shared_hand_out(key, counter, channel, line, window, popped[1])
   else
