@@ -27,11 +27,11 @@ const MaxAllKeys = protocol.MaxAllKeys
 // ErrKeysAcrossSlots). Not with NewRedlock, WithFailoverQuarantine or a
 // semaphore's keys (ErrInvalidConfig; a key a semaphore holds is held).
 //
-// Not guaranteed: there is no all-or-nothing Acquire that waits. A caller
-// that retries TryAcquireAll can starve behind a stream of single-key
-// holders, which wait in each key's line and are handed the key on
-// release. Locker.Close releases its leases one by one, a MultiLease's
-// keys included.
+// Not guaranteed: a caller that retries TryAcquireAll can starve behind a
+// stream of single-key holders, which wait in each key's line and are
+// handed the key on release; AcquireAll waits in the lines instead.
+// Locker.Close releases its leases one by one, a MultiLease's keys
+// included.
 func (l *Locker) TryAcquireAll(ctx context.Context, keys ...string) (*MultiLease, error) {
 	start := l.cfg.clock.Now()
 	ctx = l.tracing.startAcquire(ctx, strings.Join(keys, ","), true)
@@ -60,13 +60,19 @@ func (l *Locker) tryAcquireAll(ctx context.Context, keys []string) (*MultiLease,
 		return nil, err
 	}
 	sent := l.cfg.clock.Now()
-	a, err := s.acquireAll(ctx, keys, c.value)
+	a, err := s.acquireAll(ctx, keys, c)
 	if err != nil {
 		return nil, err
 	}
 	if !a.Acquired {
 		return nil, &NotAcquiredError{Key: keys[a.Held], HolderTTL: a.Wait}
 	}
+	return l.holdAll(ctx, s, keys, c, a, sent)
+}
+
+// holdAll starts the leases of keys, all taken by c's value in an attempt
+// sent at sent.
+func (l *Locker) holdAll(ctx context.Context, s *single, keys []string, c claim, a protocol.AllAttempt, sent time.Time) (*MultiLease, error) {
 	validUntil := sent.Add(l.cfg.ttl - l.cfg.drift())
 	if !l.cfg.clock.Now().Before(validUntil) {
 		for _, k := range keys {
@@ -123,10 +129,15 @@ func (l *Locker) allBackend(keys []string) (*single, error) {
 // attempt whose outcome is unknown gives every key back in the
 // background; one that was acquired on the master only (WithReplicaAck)
 // gives them back at once; either way in one call, as Release does.
-func (s *single) acquireAll(ctx context.Context, keys []string, value string) (protocol.AllAttempt, error) {
+func (s *single) acquireAll(ctx context.Context, keys []string, c claim) (protocol.AllAttempt, error) {
+	value := c.value
 	args := protocol.AcquireArgs{Value: value, TTL: s.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
-		FIFO: s.fifo, Sharded: s.sharded, Constants: s.constants}
-	cmd, wait := s.eval(ctx, keys[0], protocol.AcquireAllCall(keys, args))
+		FIFO: s.fifo, Sharded: s.sharded, Constants: s.constants, ValueArg: c.valueArg, Place: c.place, Queued: c.queued, Window: s.window}
+	call := protocol.AcquireAllCall(keys, args)
+	if c.place > 0 {
+		call = protocol.AcquireAllWaitCall(keys, args)
+	}
+	cmd, wait := s.eval(ctx, keys[0], call)
 	a, err := protocol.ParseAllAttempt(cmd, len(keys))
 	giveBack := func(ctx context.Context) { _, _ = protocol.ReleaseAll(ctx, s.run, keys, value, s.releaseArgs()) }
 	switch {

@@ -147,8 +147,9 @@
 // in different orders cannot deadlock. The MultiLease holds a Lease per
 // key and ends as a whole when any of them ends, giving the others back
 // (TestAMultiLeaseEndsWhenAnyKeyIsLost); Release gives every key back in
-// one script. It does not wait: a caller that retries it can be overtaken
-// again and again by callers of one key, which wait in each key's line.
+// one script. AcquireAll waits: it takes one place in every key's line,
+// keys are reserved for it as they free up, and nobody who asks after it
+// overtakes it (TestAcquireAllIsNotOvertakenByLaterWaiters).
 //
 // # Readers and a writer
 //
