@@ -92,22 +92,37 @@ func TestAWaiterKeepsItsPlaceThroughARestart(t *testing.T) {
 		}
 		return true
 	})
-	if after := admin.ZRange(ctx, protocol.LineKey(key), 0, -1).Val(); !slices.Equal(after, line) {
-		t.Fatalf("the line after the restart is %q, want it as it was %q", after, line)
+	// A waiter whose attempt was in flight when the server stopped lost
+	// it ambiguously and rightly queued again with a new value; every
+	// other kept its value and its place.
+	lost := func(v string) bool {
+		var i int
+		_, _ = fmt.Sscanf(v, "waiter-%d/", &i)
+		return unsent[i].lost.Load() > 0
+	}
+	kept := slices.DeleteFunc(slices.Clone(line), lost)
+	if len(kept) < waiters/2 {
+		t.Fatalf("only %d of %d waiters had no attempt in flight at the stop: the run shows too little", len(kept), waiters)
+	}
+	if after := slices.DeleteFunc(admin.ZRange(ctx, protocol.LineKey(key), 0, -1).Val(), lost); !slices.Equal(after[:len(kept)], kept) {
+		t.Fatalf("the line after the restart is %q, want it as it was %q", after, kept)
 	}
 	if err := lease.Release(ctx); err != nil {
 		t.Fatalf("the holder's release after the restart: %v", err)
 	}
 	wg.Wait()
-	if want := []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(order, want) {
-		t.Fatalf("acquisition order after the restart %v, want the arrival order %v", order, want)
+	served := slices.DeleteFunc(slices.Clone(order), func(i int) bool { return unsent[i].lost.Load() > 0 })
+	if !slices.IsSorted(served) || len(served) < waiters/2 {
+		t.Fatalf("acquisition order after the restart %v (of those that kept their places: %v), want the arrival order", order, served)
 	}
 }
 
 // unsentAcquisitions is a go-redis hook that counts acquisitions that
-// failed before they reached the server (protocol.NotSent), and those the
-// server answered.
-type unsentAcquisitions struct{ unsent, answered atomic.Int64 }
+// failed before they reached the server (protocol.NotSent), those the
+// server answered, and those lost in flight (sent, and the connection
+// went before the reply: ambiguous, so the waiter rightly asks again with
+// a new value, at the back of the line).
+type unsentAcquisitions struct{ unsent, answered, lost atomic.Int64 }
 
 func (*unsentAcquisitions) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -120,9 +135,18 @@ func (u *unsentAcquisitions) ProcessHook(next redis.ProcessHook) redis.ProcessHo
 			u.answered.Add(1)
 		case protocol.NotSent(err):
 			u.unsent.Add(1)
+		case !isReply(err):
+			u.lost.Add(1)
 		}
 		return err
 	}
+}
+
+// isReply reports an error the server replied (NOSCRIPT after the
+// restart, say): the attempt was answered, not lost.
+func isReply(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply)
 }
 
 func (*unsentAcquisitions) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
