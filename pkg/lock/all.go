@@ -33,12 +33,19 @@ const MaxAllKeys = protocol.MaxAllKeys
 // Locker.Close releases its leases one by one, a MultiLease's keys
 // included.
 func (l *Locker) TryAcquireAll(ctx context.Context, keys ...string) (*MultiLease, error) {
+	return l.timedAll(ctx, keys, true, l.tryAcquireAll)
+}
+
+// timedAll runs take (one try, or a wait) for keys inside the acquisition
+// call's bookkeeping: the Locker's call count, metrics and trace span,
+// as acquireTimed does for one key.
+func (l *Locker) timedAll(ctx context.Context, keys []string, try bool, take func(context.Context, []string) (*MultiLease, error)) (*MultiLease, error) {
 	start := l.cfg.clock.Now()
-	ctx = l.tracing.startAcquire(ctx, strings.Join(keys, ","), true)
+	ctx = l.tracing.startAcquire(ctx, strings.Join(keys, ","), try)
 	var m *MultiLease
 	err := l.enter()
 	if err == nil {
-		m, err = l.tryAcquireAll(ctx, keys)
+		m, err = take(ctx, keys)
 		l.calls.Done()
 	}
 	l.metrics.observeAcquire(l.cfg.clock.Now().Sub(start), err)

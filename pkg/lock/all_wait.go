@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/redlease/redlease/internal/backoff"
@@ -29,21 +28,7 @@ import (
 // the set is taken, and others wait for it meanwhile; a caller that dies
 // while waiting costs its reserved keys one hand-off window.
 func (l *Locker) AcquireAll(ctx context.Context, keys ...string) (*MultiLease, error) {
-	start := l.cfg.clock.Now()
-	ctx = l.tracing.startAcquire(ctx, strings.Join(keys, ","), false)
-	var m *MultiLease
-	err := l.enter()
-	if err == nil {
-		m, err = l.acquireAllWaiting(ctx, keys)
-		l.calls.Done()
-	}
-	l.metrics.observeAcquire(l.cfg.clock.Now().Sub(start), err)
-	var first *Lease
-	if m != nil {
-		first = m.leases[0]
-	}
-	l.tracing.endAcquire(ctx, first, err)
-	return m, err
+	return l.timedAll(ctx, keys, false, l.acquireAllWaiting)
 }
 
 func (l *Locker) acquireAllWaiting(ctx context.Context, keys []string) (m *MultiLease, err error) {
