@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -50,4 +51,34 @@ func sentOnly(s *Script) *Script {
 func NotSent(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial" || errors.Is(err, redis.ErrPoolTimeout)
+}
+
+// NotRun reports an error that proves an acquisition wrote nothing: it was
+// not sent (NotSent), or the server refused it (Refused). The caller may
+// try again with the same value and keep its place in the waiting line: a
+// waiter told LOADING by a restarted server is still in the line it loads.
+func NotRun(err error) bool { return NotSent(err) || Refused(err) }
+
+// refusals are the error codes of a server in a passing state, each
+// answered before a script could write:
+//   - LOADING: loading its data after a restart, before running anything;
+//   - BUSY: another script is past its time limit;
+//   - MASTERDOWN: a replica that lost its master (replica-serve-stale-data no);
+//   - CLUSTERDOWN, TRYAGAIN: a cluster without quorum, a slot being moved;
+//   - READONLY: a replica (a failover under way); a script's first write
+//     fails there, and a function that writes is refused before it runs.
+var refusals = map[string]bool{
+	"LOADING": true, "BUSY": true, "MASTERDOWN": true, "CLUSTERDOWN": true, "TRYAGAIN": true, "READONLY": true,
+}
+
+// Refused reports an error reply by which the server refused a command for
+// a passing state (refusals): worth another attempt, and proof that the
+// command wrote nothing.
+func Refused(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return false
+	}
+	code, _, _ := strings.Cut(reply.Error(), " ")
+	return refusals[code]
 }

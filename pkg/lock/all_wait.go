@@ -73,7 +73,7 @@ func (l *Locker) acquireAllWaiting(ctx context.Context, keys []string) (m *Multi
 			return nil, err
 		case err != nil:
 			lastErr = err
-			if !protocol.NotSent(err) {
+			if !protocol.NotRun(err) {
 				// Its outcome is unknown and its keys are being given
 				// back: go on with a new value, out of the lines.
 				if c, err = l.renameAll(c, waiters); err != nil {

@@ -93,7 +93,8 @@ type attempt struct {
 	// quarantine is, when not acquired, how long a failover quarantine
 	// still holds grants back (0: none).
 	quarantine time.Duration
-	// unsent is, with an error, that the attempt provably never reached
-	// the server (protocol.NotSent): its value and place are still good.
-	unsent bool
+	// notRun is, with an error, that the attempt provably wrote nothing
+	// (protocol.NotRun: never sent, or refused by a loading or failing-over
+	// server): its value and place are still good.
+	notRun bool
 }

@@ -275,8 +275,8 @@ func (l *Locker) renewClaim(c claim) (claim, error) {
 // try makes one acquisition attempt and, on success, starts the lease.
 // spent reports that c.value must not be used again: it was given back, or
 // the attempt's outcome is unknown (a give-back may still reach the server).
-// An attempt that provably never reached the server (a dial error) spends
-// nothing: the next one keeps the value, and with it the place in line.
+// An attempt that provably wrote nothing (a dial error, a LOADING reply)
+// spends nothing: the next one keeps the value, and with it the place in line.
 func (l *Locker) try(ctx context.Context, t target, c claim) (lease *Lease, spent bool, err error) {
 	if l.isClosed() {
 		return nil, false, ErrClosed
@@ -287,7 +287,7 @@ func (l *Locker) try(ctx context.Context, t target, c claim) (lease *Lease, spen
 	sent := l.cfg.clock.Now()
 	a, err := l.backend.acquire(ctx, t, c)
 	if err != nil {
-		return nil, !a.unsent, err
+		return nil, !a.notRun, err
 	}
 	if !a.acquired {
 		return nil, false, &NotAcquiredError{Key: key, HolderTTL: a.holderTTL, Permits: t.permits, Quarantine: a.quarantine,
@@ -426,15 +426,9 @@ func retryable(err error) bool {
 	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
-		// LOADING, READONLY (failover in progress), CLUSTERDOWN, TRYAGAIN,
-		// MASTERDOWN are transient; NOSCRIPT is handled by go-redis.
-		msg := rerr.Error()
-		for _, prefix := range []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "BUSY"} {
-			if len(msg) >= len(prefix) && msg[:len(prefix)] == prefix {
-				return true
-			}
-		}
-		return false
+		// A server in a passing state (LOADING, a failover's READONLY…);
+		// NOSCRIPT is handled by the script runner.
+		return protocol.Refused(err)
 	}
 	return true
 }

@@ -138,8 +138,8 @@ func (s *single) acquire(ctx context.Context, t target, c claim) (attempt, error
 	cmd, wait := s.eval(ctx, key, call)
 	a, err := parseAttempt(key, cmd)
 	if err != nil {
-		if protocol.NotSent(err) {
-			return attempt{unsent: true}, err
+		if protocol.NotRun(err) {
+			return attempt{notRun: true}, err
 		}
 		if ambiguous(err) {
 			// The script may have run (a timeout after sending, a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -117,12 +118,114 @@ func TestAWaiterKeepsItsPlaceThroughARestart(t *testing.T) {
 	}
 }
 
+// A server that restarts with much to load answers LOADING until it has
+// loaded it; the scripts do not run. A waiter that retries meanwhile keeps
+// its value and its place: three waiters queue behind a holder, the server
+// restarts with 3,000 keys to load at 1 ms each, every waiter is told
+// LOADING at least once, and afterwards the line holds the same values in
+// the same order. When any error reply counted as an attempt that may
+// have run, each waiter took a new value at the back of the line.
+func TestAWaiterKeepsItsPlaceWhileTheServerLoads(t *testing.T) {
+	const (
+		key     = "loading-line"
+		waiters = 3
+		filler  = 3000
+	)
+	srv := redistest.StartStandalone(t, redistest.WithConfig("--appendonly", "yes",
+		"--key-load-delay", "1000", "--loading-process-events-interval-bytes", "1024"))
+	admin := srv.Client(t)
+	ctx := ctxTimeout(t, time.Minute)
+	holder := newLocker(t, srv.Client(t), lock.WithIdentity("holder"), lock.WithTTL(30*time.Second))
+	lease, err := holder.TryAcquire(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := admin.Pipeline()
+	for i := range filler {
+		p.Set(ctx, fmt.Sprintf("filler-%d", i), i, 0)
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Into the file's RDB part, whose loading answers clients every KiB
+	// (the command log part answers them every 1,024 commands only).
+	if err := admin.BgRewriteAOF(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the append-only file to be rewritten", func() bool {
+		return strings.Contains(admin.Info(ctx, "persistence").Val(), "aof_rewrite_in_progress:0")
+	})
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	hooks := make([]*unsentAcquisitions, waiters)
+	for i := range waiters {
+		hooks[i] = &unsentAcquisitions{}
+		c := srv.Client(t)
+		c.AddHook(hooks[i])
+		// A TTL of 5 s keeps the line 10 s past a waiter's last try:
+		// longer than the stop and the load.
+		l := newLocker(t, c, lock.WithIdentity(fmt.Sprintf("waiter-%d", i)), lock.WithTTL(5*time.Second))
+		wg.Go(func() {
+			got, err := l.Acquire(ctx, key)
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			if err := got.Release(ctx); err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+			}
+		})
+		waitFor(t, 5*time.Second, fmt.Sprintf("waiter %d to queue", i), func() bool {
+			return admin.ZCard(ctx, protocol.LineKey(key)).Val() == int64(i+1)
+		})
+	}
+	line := admin.ZRange(ctx, protocol.LineKey(key), 0, -1).Val()
+
+	srv.Stop()
+	if err := srv.Start(); err != nil { // returns once the data is loaded
+		t.Fatal(err)
+	}
+	for i, h := range hooks {
+		if h.loading.Load() == 0 {
+			t.Fatalf("waiter %d was never told LOADING: the run shows nothing", i)
+		}
+		if n := h.lost.Load(); n > 0 {
+			t.Fatalf("waiter %d lost %d attempts in flight: the run shows too little", i, n)
+		}
+	}
+	answered := make([]int64, waiters)
+	for i, h := range hooks {
+		answered[i] = h.answered.Load()
+	}
+	waitFor(t, 10*time.Second, "every waiter to be answered after the load", func() bool {
+		return !slices.ContainsFunc(hooks, func(h *unsentAcquisitions) bool { return h.answered.Load() == answered[slices.Index(hooks, h)] })
+	})
+	if after := admin.ZRange(ctx, protocol.LineKey(key), 0, -1).Val(); !slices.Equal(after, line) {
+		t.Fatalf("the line after the load is %q, want it as it was %q", after, line)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if !slices.Equal(order, []int{0, 1, 2}) {
+		t.Fatalf("acquisition order after the load %v, want the arrival order", order)
+	}
+}
+
 // unsentAcquisitions is a go-redis hook that counts acquisitions that
 // failed before they reached the server (protocol.NotSent), those the
 // server answered, and those lost in flight (sent, and the connection
 // went before the reply: ambiguous, so the waiter rightly asks again with
 // a new value, at the back of the line).
-type unsentAcquisitions struct{ unsent, answered, lost atomic.Int64 }
+// loading counts LOADING replies: the server refused the script while it
+// loaded its data.
+type unsentAcquisitions struct{ unsent, answered, lost, loading atomic.Int64 }
 
 func (*unsentAcquisitions) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -137,6 +240,8 @@ func (u *unsentAcquisitions) ProcessHook(next redis.ProcessHook) redis.ProcessHo
 			u.unsent.Add(1)
 		case !isReply(err):
 			u.lost.Add(1)
+		case strings.HasPrefix(err.Error(), "LOADING "):
+			u.loading.Add(1)
 		}
 		return err
 	}
