@@ -371,6 +371,14 @@ func TestKubernetesMode(t *testing.T) {
 	if r := <-waited; r.code != 0 || strings.TrimSpace(r.stdout) != "took "+key {
 		t.Fatalf("--wait 30s on a lock that became Ready: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
 	}
+
+	// Several --lock of one store are taken together; the child gets
+	// their keys and fences in the order of the flags.
+	publishLock(t, env, ns, "weekly", ns+"/weekly-run", srv.Addr(), "s3cret")
+	r = lockctl(t, "run", "--kubeconfig", kubeconfig, "-n", ns, "--lock", "weekly", "--lock", ns+"/nightly", "--", "sh", "-c", `echo "$LOCK_KEY|$LOCK_FENCE"`)
+	if m := regexp.MustCompile(`^(\S+) (\S+)\|[1-9]\d* [1-9]\d*$`).FindStringSubmatch(strings.TrimSpace(r.stdout)); r.code != 0 || m == nil || m[1] != ns+"/weekly-run" || m[2] != key {
+		t.Fatalf("run --lock weekly --lock nightly: exit %d, stdout %q (want both keys, weekly's first, and two fences), stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // publishLock creates the DistributedLock ns/name on the ClusterLockStore
@@ -384,8 +392,8 @@ func publishLock(t *testing.T, env *kubetest.Env, ns, name, key, addr, password 
 		t.Fatal(err)
 	}
 	if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "redlease-shared"},
-		Data: map[string][]byte{v1alpha1.CredentialsPassword: []byte(password)}}); err != nil {
-		t.Fatal(err)
+		Data: map[string][]byte{v1alpha1.CredentialsPassword: []byte(password)}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err) // a second lock of the namespace shares the first one's Secret
 	}
 	dl.Status = v1alpha1.DistributedLockStatus{Key: key,
 		Connection:           &v1alpha1.ConnectionStatus{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{addr}},
@@ -590,4 +598,86 @@ func TestSharedRunsOverlapAndAWriterRunsAlone(t *testing.T) {
 		}
 	}
 	t.Fatalf("journal order %s: want both readers together, then the writer alone, then the last reader", got)
+}
+
+// Several --key are taken all or none: a run waits while another holder
+// has one of its keys, runs once both are free with both keys and fences
+// in its environment, and two runs naming the keys in opposite orders
+// never deadlock and never hold at once.
+func TestSeveralLocksRunAllOrNone(t *testing.T) {
+	srv := redistest.StartStandalone(t)
+	url := redisURL(srv)
+	journal := filepath.Join(t.TempDir(), "journal")
+	holder := locktest.New(t, srv.Client(t), lock.WithTTL(30*time.Second))
+	lease, err := holder.TryAcquire(t.Context(), "account-42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, keys ...string) <-chan result {
+		args := []string{"run", "--redis", url, "--wait", "30s"}
+		for _, k := range keys {
+			args = append(args, "--key", k)
+		}
+		args = append(args, "--", "sh", "-c", fmt.Sprintf(`echo "start %s $LOCK_KEY|$LOCK_FENCE" >> %s; sleep 0.2; echo "end %s" >> %s`, name, journal, name, journal))
+		got := make(chan result, 1)
+		go func() { got <- lockctl(t, args...) }()
+		return got
+	}
+	lines := func() []string {
+		data, _ := os.ReadFile(journal) //nolint:gosec // G304: the test's own file in t.TempDir()
+		return strings.FieldsFunc(string(data), func(r rune) bool { return r == '\n' })
+	}
+	a := run("a", "account-17", "account-42")
+	locktest.WaitFor(t, 20*time.Second, "the run to queue for the held key", func() bool {
+		return srv.Client(t).ZCard(t.Context(), "{account-42}:line").Val() == 1
+	})
+	b := run("b", "account-42", "account-17")
+	time.Sleep(300 * time.Millisecond)
+	if l := lines(); len(l) != 0 {
+		t.Fatalf("a run started while another holder had one of its keys: %q", l)
+	}
+	if err := lease.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range []<-chan result{a, b} {
+		if r := <-got; r.code != 0 {
+			t.Fatalf("a run exited %d; stderr:\n%s", r.code, r.stderr)
+		}
+	}
+	l := lines()
+	start := regexp.MustCompile(`^start a account-17 account-42\|[1-9]\d* [1-9]\d*$`)
+	if len(l) != 4 || !start.MatchString(l[0]) || l[1] != "end a" || !strings.HasPrefix(l[2], "start b account-42 account-17|") || l[3] != "end b" {
+		t.Fatalf("journal %q: want a (first in line) alone with both keys and fences, then b alone", l)
+	}
+
+	for _, tt := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"shared", []string{"--key", "x", "--key", "y", "--shared"}, 2},
+		{"semaphore", []string{"--key", "x", "--key", "y", "--permits", "3"}, 2},
+		{"whitespace in a key", []string{"--key", "x", "--key", "y z"}, 2},
+		{"held, no wait", []string{"--key", "x", "--key", "held", "--wait", "0"}, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "held, no wait" {
+				lease, err := holder.TryAcquire(t.Context(), "held")
+				if err != nil {
+					t.Fatal(err)
+				}
+				locktest.ReleaseAtEnd(t, lease)
+			}
+			args := append(append([]string{"run", "--redis", url}, tt.args...), "--", "true")
+			if r := lockctl(t, args...); r.code != tt.want {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", r.code, tt.want, r.stderr)
+			}
+			if n := srv.Client(t).Exists(t.Context(), "x").Val(); n != 0 {
+				t.Fatal("a refused run left a key held")
+			}
+		})
+	}
+	if r := lockctl(t, "run", "--redis", url+","+url, "--key", "x", "--key", "y", "--", "true"); r.code != 2 || !strings.Contains(r.stderr, "Redlock") {
+		t.Fatalf("several keys on Redlock: exit %d, stderr %q; want 2 naming Redlock", r.code, r.stderr)
+	}
 }

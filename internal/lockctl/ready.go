@@ -6,12 +6,9 @@ SPDX-License-Identifier: Apache-2.0
 package lockctl
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"sync"
-
-	"github.com/redlease/redlease/pkg/lock"
 )
 
 // readiness is what `run --ready-addr` serves, for probes: GET /readyz
@@ -29,9 +26,9 @@ type readiness struct {
 	http *httpServer
 
 	mu sync.Mutex
-	// lease is the lease COMMAND runs under; nil while waiting and once
-	// stopped.
-	lease *lock.Lease
+	// held is the hold COMMAND runs under (a lease, or several); nil
+	// while waiting and once stopped.
+	held hold
 	// why is the 503 body.
 	why string
 	// stopped: /readyz answers 503 for good.
@@ -54,16 +51,16 @@ func serveReadiness(addr string, stderr io.Writer) (*readiness, error) {
 	return r, nil
 }
 
-// serving makes /readyz answer 200 while lease is held: COMMAND runs under
+// serving makes /readyz answer 200 while h is held: COMMAND runs under
 // it.
-func (r *readiness) serving(lease *lock.Lease) {
+func (r *readiness) serving(h hold) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.stopped {
-		r.lease = lease
+		r.held = h
 	}
 }
 
@@ -75,7 +72,7 @@ func (r *readiness) stop(why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.stopped { // the first reason stays
-		r.lease, r.why, r.stopped = nil, why, true
+		r.held, r.why, r.stopped = nil, why, true
 	}
 }
 
@@ -89,22 +86,22 @@ func (r *readiness) close() {
 }
 
 // readyz answers 200 while COMMAND runs under a lease that is still held.
-// lease.Err checks the local deadline itself, so a holder that was paused
+// A lease's Err checks the local deadline itself, so a holder that was paused
 // (SIGSTOP, a stalled node) past its deadline answers 503 from its first
 // request after resuming, before the watchdog or the deadline timer ran.
 func (r *readiness) readyz(w http.ResponseWriter, _ *http.Request) {
 	r.mu.Lock()
-	lease, why := r.lease, r.why
+	held, why := r.held, r.why
 	r.mu.Unlock()
-	if lease == nil {
+	if held == nil {
 		reply(w, http.StatusServiceUnavailable, "not ready: "+why)
 		return
 	}
-	if err := lease.Err(); err != nil {
+	if err := held.Err(); err != nil {
 		reply(w, http.StatusServiceUnavailable, "not ready: the lease ended")
 		return
 	}
-	reply(w, http.StatusOK, fmt.Sprintf("ready: holding %s, fence %d", lease.Key(), lease.Fence()))
+	reply(w, http.StatusOK, "ready: "+held.String())
 }
 
 func reply(w http.ResponseWriter, code int, body string) {

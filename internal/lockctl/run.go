@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -23,7 +22,7 @@ func newRunCommand(stderr io.Writer, log *redisLog) *cobra.Command {
 		readyAddr string
 	)
 	cmd := &cobra.Command{
-		Use:   "run (--lock NAMESPACE/NAME | --redis URL --key K [--permits N]) [--shared] [--wait D] [--conflict-exit-code N] [--unavailable-exit-code N] [--ready-addr ADDR] [--metrics-addr ADDR] -- COMMAND [ARGS...]",
+		Use:   "run (--lock NAMESPACE/NAME... | --redis URL --key K... [--permits N]) [--shared] [--wait D] [--conflict-exit-code N] [--unavailable-exit-code N] [--ready-addr ADDR] [--metrics-addr ADDR] -- COMMAND [ARGS...]",
 		Short: "Run a command while holding the lock",
 		Long: `Acquire the lock, run COMMAND while the lease is renewed, release it when
 COMMAND exits, and exit with COMMAND's exit code.
@@ -42,6 +41,14 @@ runs hold it at once, each with a permit and a fence of its own. With
 --shared, any number of shared runs hold the lock at once, or one run
 without --shared, never both (a read/write lock: the writer preferred);
 COMMAND then also gets LOCK_SHARED=true.
+
+Several --lock (DistributedLocks of one store and namespace, with the same
+lease settings) or several --key (with one --redis deployment, not
+Redlock) are taken all or none, exclusively: no partial hold is ever
+visible, two runs that name the same locks in different orders never
+deadlock, and a waiting run is not overtaken by later ones. COMMAND gets
+LOCK_KEY and LOCK_FENCE as space-separated lists, in the order of the
+flags; losing any of the locks stops COMMAND as a lost lease does.
 
 COMMAND runs in its own process group, with everything it starts. If the
 lease is lost while COMMAND runs (Redis unreachable past the TTL, the key
@@ -69,7 +76,8 @@ process's, for Prometheus, from before the wait until it exits.`,
   lockctl run --redis redis://localhost:6379 --key reindex --max-hold 2h -- ./reindex   # stopped, exit 4, if still running after 2h
   lockctl run --lock shop/checkout-leader --ready-addr :8090 -- /app/checkout
   lockctl run --redis redis://localhost:6379 --key exports --permits 3 -- ./export   # at most 3 at once
-  lockctl run --lock shop/catalog --shared -- ./serve-snapshot   # many at once; a run without --shared waits for them all`,
+  lockctl run --lock shop/catalog --shared -- ./serve-snapshot   # many at once; a run without --shared waits for them all
+  lockctl run --lock bank/account-17 --lock bank/account-42 -- ./transfer 17 42   # both or neither`,
 		Args:    usage(cobra.MinimumNArgs(1)),
 		PreRunE: func(*cobra.Command, []string) error { return wait.codes.validate() },
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -94,7 +102,7 @@ process's, for Prometheus, from before the wait until it exits.`,
 			return run(s, stderr, grace, args, ready)
 		},
 	}
-	target.registerTake(cmd.Flags())
+	target.registerRun(cmd.Flags())
 	wait.register(cmd.Flags())
 	cmd.Flags().BoolVar(&target.shared, "shared", false, "take the lock shared: any number of shared runs hold it at once, or one run without --shared, never both; once a run without --shared waits, new shared runs wait behind it (LOCK_FENCE is then the lock's fence as the grant found it, not a new one)")
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "after a lost lease, how long COMMAND's process group gets between SIGTERM and SIGKILL")
@@ -106,7 +114,7 @@ process's, for Prometheus, from before the wait until it exits.`,
 // ready (nil without --ready-addr) says 200 only while the child runs
 // under the lease.
 func run(s *session, stderr io.Writer, grace time.Duration, argv []string, ready *readiness) error {
-	lease, l := s.lease, s.locker
+	held, l := s.hold, s.locker
 	defer func() {
 		if err := s.release(); err != nil && !errors.Is(err, lock.ErrLeaseLost) {
 			printf(stderr, "lockctl: releasing %s: %v (it expires with its TTL)\n", l.Key(), err)
@@ -115,12 +123,7 @@ func run(s *session, stderr io.Writer, grace time.Duration, argv []string, ready
 
 	child := exec.Command(argv[0], argv[1:]...) //nolint:gosec,noctx // G204: running the user's COMMAND is what `lockctl run` is for; noctx: COMMAND is stopped through its process group (stopGroup, --grace), never by a context killing the leader alone
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	child.Env = append(os.Environ(),
-		"LOCK_KEY="+l.Key(),
-		"LOCK_FENCE="+strconv.FormatUint(lease.Fence(), 10),
-		"LOCK_HOLDER="+lease.Identity(),
-		"LOCK_SHARED="+strconv.FormatBool(lease.Shared()),
-	)
+	child.Env = append(os.Environ(), held.env()...)
 	exited, err := startChild(child)
 	if err != nil {
 		return exit(ExitNoChild, fmt.Errorf("starting %s: %w", argv[0], err))
@@ -129,7 +132,7 @@ func run(s *session, stderr io.Writer, grace time.Duration, argv []string, ready
 	// Deferred after the release above, so it runs before it: readiness
 	// ends before the lease is given back, on every way out.
 	defer ready.stop(argv[0] + " exited")
-	ready.serving(lease)
+	ready.serving(held)
 
 	for {
 		select {
@@ -140,11 +143,11 @@ func run(s *session, stderr io.Writer, grace time.Duration, argv []string, ready
 				ready.stop(fmt.Sprintf("stopping (%v)", sig))
 			}
 			_ = signalGroup(pgid, sig.(syscall.Signal)) // the session asks only for syscall signals
-		case <-lease.Done():
+		case <-held.Done():
 			ready.stop("the lease was lost")
-			printf(stderr, "lockctl: lease on %s lost while %s ran: %v; stopping it\n", l.Key(), argv[0], lostBecause(lease.Err()))
+			printf(stderr, "lockctl: lease on %s lost while %s ran: %v; stopping it\n", l.Key(), argv[0], lostBecause(held.Err()))
 			stopGroup(pgid, exited, grace)
-			return exit(ExitLeaseLost, fmt.Errorf("lease lost: %w", lease.Err()))
+			return exit(ExitLeaseLost, fmt.Errorf("lease lost: %w", held.Err()))
 		}
 	}
 }

@@ -37,6 +37,8 @@ var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, s
 // stopSignals received, and the exit codes of a failed wait.
 type session struct {
 	*locker
+	hold hold
+	// lease is hold's lease when one lock was taken, nil for several.
 	lease   *lock.Lease
 	signals chan os.Signal
 	codes   exitCodes
@@ -64,15 +66,18 @@ func takeLock(cmd *cobra.Command, target *targetFlags, wait waitFlags, log *redi
 	}
 	s.locker = l
 	log.naming(l.Key())
-	if s.lease, err = s.acquire(cmd.Context(), cmd.Flags().Changed("wait"), wait.d); err != nil {
+	if s.hold, err = s.acquire(cmd.Context(), cmd.Flags().Changed("wait"), wait.d); err != nil {
 		s.close()
 		return nil, err
+	}
+	if one, ok := s.hold.(leaseHold); ok {
+		s.lease = one.Lease
 	}
 	return s, nil
 }
 
 // acquire waits as --wait says, cancelled by any of stopSignals.
-func (s *session) acquire(ctx context.Context, waitSet bool, wait time.Duration) (*lock.Lease, error) {
+func (s *session) acquire(ctx context.Context, waitSet bool, wait time.Duration) (hold, error) {
 	stopCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -83,32 +88,32 @@ func (s *session) acquire(ctx context.Context, waitSet bool, wait time.Duration)
 		}
 	}()
 	var (
-		lease *lock.Lease
-		err   error
+		h   hold
+		err error
 	)
 	waitCtx := stopCtx
 	switch {
 	case waitSet && wait <= 0:
-		lease, err = s.TryAcquire(stopCtx)
+		h, err = s.take(stopCtx, false)
 	case waitSet:
 		var c context.CancelFunc
 		waitCtx, c = context.WithTimeout(stopCtx, wait)
 		defer c()
-		lease, err = s.Acquire(waitCtx)
+		h, err = s.take(waitCtx, true)
 	default:
-		lease, err = s.Acquire(stopCtx)
+		h, err = s.take(stopCtx, true)
 	}
 	if err != nil {
 		return nil, s.notAcquired(ctx, err, wait, errors.Is(waitCtx.Err(), context.DeadlineExceeded))
 	}
-	return lease, nil
+	return h, nil
 }
 
 // release gives the lock back within agent.ReleaseTimeout.
 func (s *session) release() error {
 	ctx, cancel := context.WithTimeout(context.Background(), agent.ReleaseTimeout)
 	defer cancel()
-	return s.lease.Release(ctx)
+	return s.hold.Release(ctx)
 }
 
 func (s *session) close() {

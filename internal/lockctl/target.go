@@ -26,7 +26,10 @@ import (
 // (--redis URL[,URL...] --key K, the password from a file or
 // $REDISCLI_AUTH when the URL has none).
 type targetFlags struct {
-	lock         string
+	lock string
+	// locks and keys are run's --lock and --key, which may be given
+	// several times (all or none); one of them is lock or key.
+	locks, keys  []string
 	kube         kubeFlags
 	redis        string
 	passwordFile string
@@ -73,6 +76,16 @@ func (f *targetFlags) registerTake(fs *pflag.FlagSet) {
 	f.registerLease(fs)
 }
 
+// registerRun adds run's flags: registerTake's, where --lock and --key may
+// be given several times, to take several locks all or none.
+func (f *targetFlags) registerRun(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.locks, "lock", nil, "the DistributedLock, as NAME (in -n's namespace) or NAMESPACE/NAME; several --lock take several locks of one store all or none (exclusively)")
+	f.registerSource(fs)
+	fs.StringArrayVar(&f.keys, "key", nil, "with --redis: the lock key; several --key take several keys all or none (exclusively; not on Redlock)")
+	fs.IntVar(&f.permits, "permits", 1, "with --redis: how many may hold the lock at once; above 1 it is a semaphore (not with Redlock; a DistributedLock brings its own spec.permits)")
+	f.registerLease(fs)
+}
+
 // registerLease adds the flags that shape leases.
 func (f *targetFlags) registerLease(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.take.ttl, "ttl", lock.DefaultTTL, "with --redis: the lease TTL (a DistributedLock brings its own)")
@@ -114,14 +127,45 @@ func (h sharedHandle) TryAcquire(ctx context.Context) (*lock.Lease, error) {
 }
 
 // locker is an opened lock: its handle, what status says about it, and
-// what closing it frees.
+// what closing it frees. Several locks taken all or none (run) have no
+// handle: several takes them, and keys names them.
 type locker struct {
 	handle
+	several takeAll
+	keys    string
 	// inspect reads who holds the lock from Redis.
 	inspect func(ctx context.Context) (inspection, error)
 	// describe returns where the lock lives and its readiness, for status.
 	describe func() description
 	Close    func() error
+}
+
+// Key is the lock's key, or the keys of several, space-separated.
+func (l *locker) Key() string {
+	if l.several != nil {
+		return l.keys
+	}
+	return l.handle.Key()
+}
+
+// take acquires the hold: waiting with wait, else in one attempt.
+func (l *locker) take(ctx context.Context, wait bool) (hold, error) {
+	if l.several != nil {
+		m, err := l.several(ctx, wait)
+		if err != nil {
+			return nil, err
+		}
+		return multiHold{m}, nil
+	}
+	acquire := l.TryAcquire
+	if wait {
+		acquire = l.Acquire
+	}
+	lease, err := acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return leaseHold{lease}, nil
 }
 
 // inspection is what Redis says about a lock (permits 1) or a semaphore.
@@ -186,6 +230,15 @@ func (f *targetFlags) options() ([]lock.Option, error) {
 }
 
 func (f *targetFlags) open(ctx context.Context) (*locker, error) {
+	if f.several() {
+		return f.openSeveral(ctx)
+	}
+	if len(f.locks) == 1 {
+		f.lock = f.locks[0]
+	}
+	if len(f.keys) == 1 {
+		f.key = f.keys[0]
+	}
 	l, err := f.openHandle(ctx)
 	if err != nil || !f.shared {
 		return l, err
@@ -260,12 +313,17 @@ func (t *takeFlags) redisOptions() ([]lock.Option, error) {
 // lockName splits --lock: NAMESPACE/NAME, or NAME in -n's namespace (the
 // context's by default); a NAMESPACE/ that contradicts -n is refused.
 func (f *targetFlags) lockName() (namespace, name string, err error) {
-	ns, name, qualified, ok := splitNamespaced(f.lock)
+	return f.nameOf(f.lock)
+}
+
+// nameOf splits one --lock's value as lockName says.
+func (f *targetFlags) nameOf(lock string) (namespace, name string, err error) {
+	ns, name, qualified, ok := splitNamespaced(lock)
 	switch {
 	case !ok:
-		return "", "", exit(ExitUsage, fmt.Errorf("--lock %q: want NAME or NAMESPACE/NAME", f.lock))
+		return "", "", exit(ExitUsage, fmt.Errorf("--lock %q: want NAME or NAMESPACE/NAME", lock))
 	case qualified && f.kube.namespace() != "" && f.kube.namespace() != ns:
-		return "", "", exit(ExitUsage, fmt.Errorf("--lock %q is in namespace %s, -n says %s", f.lock, ns, f.kube.namespace()))
+		return "", "", exit(ExitUsage, fmt.Errorf("--lock %q is in namespace %s, -n says %s", lock, ns, f.kube.namespace()))
 	case qualified:
 		return ns, name, nil
 	}

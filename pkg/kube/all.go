@@ -23,8 +23,23 @@ import (
 // on Redis Cluster the keys must share a hash slot (lock.ErrKeysAcrossSlots).
 // Like Locker.TryAcquire it makes one attempt.
 func TryAcquireAll(ctx context.Context, lockers ...*Locker) (*lock.MultiLease, error) {
+	return takeAll(ctx, false, lockers)
+}
+
+// AcquireAll waits until it holds the keys of every one of lockers at once
+// (see lock.Locker.AcquireAll: a place in every key's line with one
+// arrival, no deadlock, not overtaken by later waiters), bounded by ctx,
+// with TryAcquireAll's limits. Like Locker.Acquire it also waits for a
+// resource that is not Ready yet.
+func AcquireAll(ctx context.Context, lockers ...*Locker) (*lock.MultiLease, error) {
+	return takeAll(ctx, true, lockers)
+}
+
+// takeAll binds every one of lockers (waiting for them to be Ready with
+// wait) and takes their keys in one call on the first one's Locker.
+func takeAll(ctx context.Context, wait bool, lockers []*Locker) (*lock.MultiLease, error) {
 	if len(lockers) == 0 {
-		return nil, fmt.Errorf("kube: TryAcquireAll of no DistributedLock: %w", lock.ErrInvalidConfig)
+		return nil, fmt.Errorf("kube: taking several locks, but no DistributedLock was given: %w", lock.ErrInvalidConfig)
 	}
 	bindings := make([]*binding, 0, len(lockers))
 	unref := func() {
@@ -34,7 +49,7 @@ func TryAcquireAll(ctx context.Context, lockers ...*Locker) (*lock.MultiLease, e
 	}
 	keys := make([]string, len(lockers))
 	for i, l := range lockers {
-		b, err := l.bind(ctx, false)
+		b, err := l.bind(ctx, wait)
 		if err != nil {
 			unref()
 			return nil, err
@@ -46,7 +61,11 @@ func TryAcquireAll(ctx context.Context, lockers ...*Locker) (*lock.MultiLease, e
 			return nil, err
 		}
 	}
-	m, err := bindings[0].locker.TryAcquireAll(ctx, keys...)
+	take := bindings[0].locker.TryAcquireAll
+	if wait {
+		take = bindings[0].locker.AcquireAll
+	}
+	m, err := take(ctx, keys...)
 	if err != nil {
 		unref()
 		return nil, err

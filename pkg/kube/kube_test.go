@@ -782,9 +782,10 @@ func TestPasswordRotationKeepsHeldLeases(t *testing.T) {
 	releaseAtEnd(t, lease)
 }
 
-// Several DistributedLocks of one store are taken all or none, and shared
-// holds go through the resource too; across stores, namespaces or with a
-// semaphore, TryAcquireAll is refused with lock.ErrInvalidConfig.
+// Several DistributedLocks of one store are taken all or none, at once or
+// waiting, and shared holds go through the resource too; across stores,
+// namespaces or with a semaphore, TryAcquireAll and AcquireAll are refused
+// with lock.ErrInvalidConfig.
 func TestSeveralLocksAndSharedHoldsThroughTheResources(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
@@ -814,7 +815,12 @@ func TestSeveralLocksAndSharedHoldsThroughTheResources(t *testing.T) {
 		if _, err := kube.TryAcquireAll(t.Context(), debit, newKubeLocker(t, cfg, ns, with)); !errors.Is(err, lock.ErrInvalidConfig) {
 			t.Fatalf("TryAcquireAll with %s: %v, want ErrInvalidConfig", with, err)
 		}
+		if _, err := kube.AcquireAll(t.Context(), debit, newKubeLocker(t, cfg, ns, with)); !errors.Is(err, lock.ErrInvalidConfig) {
+			t.Fatalf("AcquireAll with %s: %v, want ErrInvalidConfig", with, err)
+		}
 	}
+
+	acquireAllWaitsForAKeyAnotherPodHolds(t, debit, credit, newKubeLocker(t, cfg, ns, "credit"))
 
 	r1, err := debit.AcquireShared(t.Context())
 	if err != nil {
@@ -828,5 +834,43 @@ func TestSeveralLocksAndSharedHoldsThroughTheResources(t *testing.T) {
 	releaseAtEnd(t, r2)
 	if _, err := newKubeLocker(t, cfg, ns, "pool").TryAcquireShared(t.Context()); !errors.Is(err, lock.ErrInvalidConfig) {
 		t.Fatalf("a shared hold of a semaphore: %v, want ErrInvalidConfig", err)
+	}
+}
+
+// acquireAllWaitsForAKeyAnotherPodHolds: kube.AcquireAll(debit, credit)
+// waits while other (a second handle on credit's resource) holds credit,
+// and takes both when it releases.
+func acquireAllWaitsForAKeyAnotherPodHolds(t *testing.T, debit, credit, other *kube.Locker) {
+	t.Helper()
+	single, err := other.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := make(chan *lock.MultiLease, 1)
+	go func() {
+		m, err := kube.AcquireAll(t.Context(), debit, credit)
+		if err != nil {
+			t.Errorf("AcquireAll: %v", err)
+		}
+		both <- m
+	}()
+	select {
+	case <-both:
+		t.Fatal("AcquireAll returned while another pod held one of its keys")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := single.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-both:
+		if m == nil {
+			t.FailNow()
+		}
+		if err := m.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("AcquireAll still waiting 5 s after the other pod released its key")
 	}
 }
