@@ -67,3 +67,41 @@ func TestAWaiterForSeveralKeysIsNotOvertaken(t *testing.T) {
 		})
 	}
 }
+
+// A protocol-6 release that pops a waiter for several keys hands it the
+// key as a lock (SET key value, as to any waiter), not as its reservation
+// marker: the waiter's next attempt counts the key as its own and takes
+// its set. Were only the marker its own, the waiter would find the key
+// held by its own value, wait out the hand-off window, and queue again at
+// the back.
+func TestAProtocol6ReleaseHandsAMultiKeyWaiterItsKey(t *testing.T) {
+	s := newServer(t)
+	args := func(v string, place time.Duration) protocol.AcquireArgs {
+		return protocol.AcquireArgs{Value: v, TTL: 10 * time.Second, Fencing: true, Identity: "pod", Place: place,
+			Queued: place > 0, Window: time.Second}
+	}
+	all := func(v string) []int64 {
+		t.Helper()
+		c := protocol.AcquireAllWaitCall([]string{"a", "b"}, args(v, time.Minute))
+		res, err := ints(s.run(c.Script, c.Keys, c.Args...))
+		s.must(err)
+		return res
+	}
+	writer, w := value(t, "v6-writer"), value(t, "w")
+	expect(t, mustInts(t, v6Acquire.Run(s.ctx, s.c, protocol.AcquireKeys("a"), args(writer, 0).Argv()...))[0], 1, "the protocol-6 writer on a")
+	expect(t, all(w)[0], 0, "W behind it")
+	call := protocol.FullReleaseCall("a", writer, protocol.ReleaseArgs{Window: time.Second})
+	n, err := v6Release.Run(s.ctx, s.c, call.Keys, call.Args...).Int()
+	s.must(err)
+	expect(t, int64(n), 1, "the protocol-6 release")
+	if got := s.c.Get(s.ctx, "a").Val(); got != w {
+		t.Fatalf("after the protocol-6 release a holds %q, want W's value", got)
+	}
+	got := all(w)
+	expect(t, got[0], 1, "W's next attempt")
+	for _, k := range []string{"a", "b"} {
+		if v := s.c.Get(s.ctx, k).Val(); v != w {
+			t.Fatalf("%s holds %q, want W's value", k, v)
+		}
+	}
+}

@@ -33,11 +33,14 @@ events_sharded = ARGV[7] == '1'
 local mine = all_marker(value)
 
 -- held is why key i is not free for the caller: nil when free (missing,
--- or reserved for it), else the reply's pttl.
+-- or reserved for it), else the reply's pttl. A key that holds the
+-- caller's own value was handed to it by a protocol-6 release (which
+-- knows no markers): the caller's values are never retried after an
+-- attempt that may have written them, so it is its reservation too.
 local function held(i)
   local key, line = KEYS[4 * i - 3], KEYS[4 * i - 1]
   local v = lock_value(key)
-  if v == mine then return nil end
+  if v == mine or v == value then return nil end
   if v ~= false or redis.call('EXISTS', key) == 1 then return redis.call('PTTL', key) end
   if ARGV[6] == '1' then
     local head = redis.call('ZRANGE', line, 0, 0)[1]
