@@ -205,3 +205,48 @@ func BenchmarkRedlock(b *testing.B) {
 	defer CloseAll(libs)
 	benchLatency(b, libs, "redlock")
 }
+
+// BenchmarkFamily: the lock family (issue 44). A shared hold against the
+// exclusive lock, and 2 and 8 keys all or none against the same keys one
+// by one (peers too), in acquire+release cycles as BenchmarkUncontended's;
+// then one writer among 16 readers, 1 ms holds, writes 5 ms apart: one op
+// is one write, reported are the writer's wait p50/p99 and the reads per
+// second.
+func BenchmarkFamily(b *testing.B) {
+	srv := singleServer(b)
+	newClient := func() *redis.Client { return clients(b, srv)()[0] }
+	b.Run("shared", func(b *testing.B) {
+		libs, err := SharedLibs(newClient, benchTTL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer CloseAll(libs)
+		benchLatency(b, libs, "family-shared")
+	})
+	for _, n := range []int{2, 8} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			libs, err := KeysLibs(newClient, benchTTL, n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer CloseAll(libs)
+			benchLatency(b, libs, fmt.Sprint("family-keys", n))
+		})
+	}
+	b.Run(fmt.Sprintf("writer-among-%d-readers", Readers), func(b *testing.B) {
+		readers, writer, err := WriterLibs(newClient, benchTTL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer CloseAll([]*Lib{readers, writer})
+		r, err := WriterAmongReaders(context.Background(), readers, writer, Readers, time.Millisecond, WriterGap, time.Hour, b.N, keyName("family-rw:", b.N))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Overlaps > 0 {
+			b.Fatalf("%d holds began while one they exclude was held", r.Overlaps)
+		}
+		reportLatency(b, r.Durations)
+		b.ReportMetric(ReadRate(r), "reads/s")
+	})
+}

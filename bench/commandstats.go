@@ -130,6 +130,15 @@ func (c Counts) Add(o Counts) Counts {
 	return out
 }
 
+// Total is every command in c.
+func (c Counts) Total() int64 {
+	var n int64
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
 // Sub is c less o.
 func (c Counts) Sub(o Counts) Counts {
 	out := Counts{}

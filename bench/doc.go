@@ -15,6 +15,12 @@
 // the lock through an agent of their own, and, in cmd/agentload, the
 // agent's memory and CPU while it holds many leases.
 //
+// Since issue 44 it also measures the lock family beside the lock
+// (family.go, readers.go): a shared hold against an exclusive one, several
+// keys taken all or none against the same keys taken one by one (the
+// peers, which have neither, appear only one by one), and the waits of a
+// writer among readers, each with a Locker and client of its own.
+//
 // It is its own Go module so the peers never enter the main module's
 // go.mod. It cannot use the main module's internal/redistest, so Server
 // starts throwaway redis-server processes itself.

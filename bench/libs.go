@@ -267,9 +267,12 @@ func NewFloorRedlock(clients []*redis.Client, ttl time.Duration) *Lib {
 	return l
 }
 
-func redleaseLock(l *lock.Locker) LockFunc {
+// leaseLock is the LockFunc of one of a Locker's single-key calls
+// (Acquire, AcquireShared, TryAcquire): the lease's Release gives the key
+// back.
+func leaseLock(take func(context.Context, string) (*lock.Lease, error)) LockFunc {
 	return func(ctx context.Context, key string) (Release, error) {
-		lease, err := l.Acquire(ctx, key)
+		lease, err := take(ctx, key)
 		if err != nil {
 			return nil, err
 		}
@@ -277,21 +280,30 @@ func redleaseLock(l *lock.Locker) LockFunc {
 	}
 }
 
+// redleaseLock takes the key with Acquire: the cycle of every redlease row
+// but the lock family's shared and multi-key ones (family.go).
+func redleaseLock(l *lock.Locker) LockFunc { return leaseLock(l.Acquire) }
+
 // NewRedlease is one lock.Locker shared by every goroutine, as the library
 // means it to be used.
 func NewRedlease(name, tuning string, client redis.UniversalClient, opts ...lock.Option) (*Lib, error) {
-	l, err := lock.New(client, opts...)
-	return sharedRedlease(name, tuning, l, err)
+	return newRedleaseCycle(name, tuning, redleaseLock, client, opts...)
 }
 
-// sharedRedlease wraps one Locker that every goroutine shares.
-func sharedRedlease(name, tuning string, l *lock.Locker, err error) (*Lib, error) {
+// newRedleaseCycle is NewRedlease with cycle(l) as each cycle's lock: a
+// call of the Locker other than Acquire (family.go).
+func newRedleaseCycle(name, tuning string, cycle func(*lock.Locker) LockFunc, client redis.UniversalClient, opts ...lock.Option) (*Lib, error) {
+	l, err := lock.New(client, opts...)
+	return sharedRedlease(name, tuning, l, err, cycle)
+}
+
+// sharedRedlease wraps one Locker that every goroutine shares, taking keys
+// with cycle(l).
+func sharedRedlease(name, tuning string, l *lock.Locker, err error, cycle func(*lock.Locker) LockFunc) (*Lib, error) {
 	if err != nil {
 		return nil, err
 	}
-	lib := &Lib{Name: name, Family: FamilyRedlease, Tuning: tuning}
-	f := redleaseLock(l)
-	lib.worker = func(int) LockFunc { return f }
+	lib := &Lib{Name: name, Family: FamilyRedlease, Tuning: tuning, worker: shared(cycle(l))}
 	lib.onClose(func() { _ = l.Close() })
 	return lib, nil
 }
@@ -300,7 +312,14 @@ func sharedRedlease(name, tuning string, l *lock.Locker, err error) (*Lib, error
 // separate processes would have: each has its own subscription, and a
 // release wakes one waiter in every Locker.
 func NewRedleasePerWorker(name, tuning string, client redis.UniversalClient, opts ...lock.Option) (*Lib, error) {
-	probe, err := lock.New(client, opts...) // validate once, up front
+	return redleasePerWorker(name, tuning, func() redis.UniversalClient { return client }, redleaseLock, opts...)
+}
+
+// redleasePerWorker is NewRedleasePerWorker with every worker's Locker on
+// the client newClient returns when the worker first asks (one for all, or
+// one each, as separate pods would have) and taking keys with cycle.
+func redleasePerWorker(name, tuning string, newClient func() redis.UniversalClient, cycle func(*lock.Locker) LockFunc, opts ...lock.Option) (*Lib, error) {
+	probe, err := lock.New(newClient(), opts...) // validate once, up front
 	if err != nil {
 		return nil, err
 	}
@@ -313,10 +332,10 @@ func NewRedleasePerWorker(name, tuning string, client redis.UniversalClient, opt
 		defer mu.Unlock()
 		l := lockers[i]
 		if l == nil {
-			l, _ = lock.New(client, opts...)
+			l, _ = lock.New(newClient(), opts...)
 			lockers[i] = l
 		}
-		return redleaseLock(l)
+		return cycle(l)
 	}
 	lib.onClose(func() {
 		mu.Lock()
@@ -333,7 +352,7 @@ func NewRedleasePerWorker(name, tuning string, client redis.UniversalClient, opt
 // NewRedlockRedlease is lock.NewRedlock over clients, shared by every goroutine.
 func NewRedlockRedlease(name, tuning string, clients []redis.UniversalClient, opts ...lock.Option) (*Lib, error) {
 	l, err := lock.NewRedlock(clients, opts...)
-	return sharedRedlease(name, tuning, l, err)
+	return sharedRedlease(name, tuning, l, err, redleaseLock)
 }
 
 // NewRedsync is redsync over one pool per client (one client: a single

@@ -13,12 +13,12 @@ import (
 // Run is the raw outcome of running one library in one scenario, possibly
 // merged over several rounds.
 type Run struct {
-	Durations []time.Duration // per-operation latency (uncontended) or hand-off latency (contended)
+	Durations []time.Duration // per-operation latency (uncontended), hand-off latency (contended) or the writer's waits (WriterAmongReaders)
 	Cross     []time.Duration // contended: the hand-offs to another worker (the rest went back to the releaser)
 	Ops       int             // completed acquire+release cycles
 	Wall      time.Duration   // measured time, summed over rounds
-	PerWorker []int           // acquisitions per goroutine (contended)
-	Overlaps  int             // contended: acquisitions that began before the previous holder released (must be 0)
+	PerWorker []int           // acquisitions per goroutine (contended, WriterAmongReaders)
+	Overlaps  int             // contended: acquisitions that began before the previous holder released, or one they exclude did (must be 0)
 	Errors    int             // contended: failed Lock calls other than the ones the deadline ended
 	// Sent is the commands worker processes sent (Processes; in-process
 	// runs leave it to the caller's Sent hook).
@@ -128,9 +128,7 @@ func Contended(ctx context.Context, lib *Lib, workers int, hold, d time.Duration
 	defer cancel()
 	base := time.Now()
 	per := make([][]holding, workers)
-	errs := make([]int, workers)
-	var firstErr error
-	var errMu sync.Mutex
+	fails := newFailures(workers)
 	var wg sync.WaitGroup
 	var tickets atomic.Int64
 	for w := range workers {
@@ -141,29 +139,11 @@ func Contended(ctx context.Context, lib *Lib, workers int, hold, d time.Duration
 				if limit > 0 && tickets.Add(1) > int64(limit) {
 					break
 				}
-				release, err := lockf(runCtx, key)
-				if err != nil {
-					if runCtx.Err() == nil {
-						errs[w]++
-						errMu.Lock()
-						if firstErr == nil {
-							firstErr = err
-						}
-						errMu.Unlock()
-					}
-					continue
+				h, held, err := turn(runCtx, lockf, key, w, hold, base)
+				fails.note(runCtx, w, held, err)
+				if held {
+					hs = append(hs, h)
 				}
-				acquired := time.Since(base)
-				time.Sleep(hold)
-				released := time.Since(base)
-				// The release must not be cut short by the run's deadline.
-				rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
-				err = release(rctx)
-				rcancel()
-				if err != nil {
-					errs[w]++
-				}
-				hs = append(hs, holding{w, acquired, released})
 			}
 			per[w] = hs
 		})
@@ -173,7 +153,49 @@ func Contended(ctx context.Context, lib *Lib, workers int, hold, d time.Duration
 	if err := ctx.Err(); err != nil {
 		return Run{}, err
 	}
-	return tallyHoldings(lib.Name, per, errs, firstErr, wall, d)
+	return tallyHoldings(lib.Name, per, fails.n, fails.first, wall, d)
+}
+
+// turn is one holding of key in a contended run: lockf takes it, the
+// holder keeps it for hold, then releases it, with 10 s of its own so that
+// the run's end does not cut the release short. The holding's times are
+// offsets from base. held is false when lockf failed (err is its error);
+// else err is the release's.
+func turn(ctx context.Context, lockf LockFunc, key string, worker int, hold time.Duration, base time.Time) (h holding, held bool, err error) {
+	release, err := lockf(ctx, key)
+	if err != nil {
+		return holding{}, false, err
+	}
+	h = holding{worker: worker, acquired: time.Since(base)}
+	time.Sleep(hold)
+	h.released = time.Since(base)
+	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return h, true, release(rctx)
+}
+
+// failures counts the failed calls of a contended run's workers and keeps
+// the first error.
+type failures struct {
+	mu    sync.Mutex
+	n     []int // per worker
+	first error
+}
+
+func newFailures(workers int) *failures { return &failures{n: make([]int, workers)} }
+
+// note counts the error of worker's turn (turn's held and err), unless it
+// is a lock call that the end of the run (ctx) cut off.
+func (f *failures) note(ctx context.Context, worker int, held bool, err error) {
+	if err == nil || (!held && ctx.Err() != nil) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n[worker]++
+	if f.first == nil {
+		f.first = err
+	}
 }
 
 // tallyHoldings turns every worker's holdings (times since the run's

@@ -43,7 +43,7 @@ func UncontendedLibs(newClient func() *redis.Client, ttl time.Duration) ([]*Lib,
 		{"redlease (functions)", "fencing on, the library's functions (FCALL): WithFunctions(FunctionsLoad)", true, lock.FunctionsLoad},
 	} {
 		client := newClient()
-		l, err := NewRedlease(row.name, row.tuning, client, lock.WithTTL(ttl), lock.WithFencing(row.fencing), lock.WithFunctions(row.functions))
+		l, err := NewRedlease(row.name, row.tuning, client, redleaseOptions(ttl, row.fencing, row.functions)...)
 		if err != nil {
 			CloseAll(libs)
 			return nil, err
@@ -57,6 +57,12 @@ func UncontendedLibs(newClient func() *redis.Client, ttl time.Duration) ([]*Lib,
 		NewRedsync("redsync", "defaults", []*redis.Client{newClient()}, ttl),
 		NewRedislock("redislock", "defaults", newClient(), ttl, nil),
 	), nil
+}
+
+// redleaseOptions are a redlease row's options: the TTL, fencing, and the
+// Lua run as scripts or as the library's functions.
+func redleaseOptions(ttl time.Duration, fencing bool, functions lock.Functions) []lock.Option {
+	return []lock.Option{lock.WithTTL(ttl), lock.WithFencing(fencing), lock.WithFunctions(functions)}
 }
 
 // HandoffLibs is every configuration of the contended scenario. Libraries

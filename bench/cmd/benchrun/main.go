@@ -11,6 +11,7 @@
 //	cd bench && go run ./cmd/benchrun -quick     # seconds
 //	cd bench && go run ./cmd/benchrun -plots ../docs -report /tmp/bench.md
 //	cd bench && go run ./cmd/benchrun -quick -pin 0/1  # clients on CPU 0, redis-server on CPU 1 (taskset)
+//	cd bench && go run ./cmd/benchrun -quick -only family  # the lock family (issue 44): shared holds, several keys, a writer among readers
 //
 // It starts its own redis-server processes on 127.0.0.1 and kills them
 // when it ends: the redis-server on PATH, or the binary
@@ -58,8 +59,10 @@ type settings struct {
 	redlockNodes int
 	scenarios    map[string]bool
 	poolSize     int
-	pin          string // -pin's value, "" when not pinned by it
-	agent        bool   // also measure redlease through the lock agent (uncontended, processes)
+	pin          string        // -pin's value, "" when not pinned by it
+	agent        bool          // also measure redlease through the lock agent (uncontended, processes)
+	familyKeys   []int         // lock family: keys a multi-key cycle takes
+	amongReaders time.Duration // lock family: a writer among readers, per round
 }
 
 const (
@@ -68,6 +71,7 @@ const (
 	scRedlock     = "redlock"
 	scHeld        = "held"
 	scProcesses   = "processes"
+	scFamily      = "family"
 )
 
 func main() {
@@ -78,7 +82,7 @@ func main() {
 		quick    = flag.Bool("quick", false, "short run (seconds): fewer rounds, shorter windows")
 		plots    = flag.String("plots", "", "directory to write PNG plots into (empty: no plots)")
 		report   = flag.String("report", "", "also write the markdown report to this file")
-		only     = flag.String("only", "", "comma-separated scenarios to run: uncontended,handoff,processes,redlock,held (default: all)")
+		only     = flag.String("only", "", "comma-separated scenarios to run: uncontended,handoff,processes,redlock,held,family (default: all)")
 		rounds   = flag.Int("rounds", 0, "interleaved rounds per scenario (default 3, quick 1)")
 		leases   = flag.Int("leases", 10000, "leases held at once in the held-leases scenario")
 		window   = flag.Duration("window", 0, "held-leases measuring window (default 10s, quick 3s)")
@@ -104,11 +108,12 @@ func main() {
 		leases: *leases, heldTTL: 3 * time.Second, heldRenew: time.Second, window: 10 * time.Second,
 		concurrency: []int{1, 16}, workers: []int{2, 8, 32}, processes: []int{2, 16, 64}, redlockNodes: 5,
 		poolSize: *poolSize, agent: *agent,
+		familyKeys: []int{2, 8}, amongReaders: 3 * time.Second,
 	}
 	if s.quick {
 		s.rounds = 1
 		s.uncontended, s.contended, s.redlock = 300*time.Millisecond, 400*time.Millisecond, 300*time.Millisecond
-		s.window = 3 * time.Second
+		s.window, s.amongReaders = 3*time.Second, time.Second
 	}
 	if *rounds > 0 {
 		s.rounds = *rounds
@@ -117,7 +122,7 @@ func main() {
 		s.window = *window
 	}
 	s.scenarios = map[string]bool{}
-	all := []string{scUncontended, scHandoff, scProcesses, scRedlock, scHeld}
+	all := []string{scUncontended, scHandoff, scProcesses, scRedlock, scHeld, scFamily}
 	if *only == "" {
 		for _, sc := range all {
 			s.scenarios[sc] = true
@@ -154,6 +159,7 @@ type results struct {
 	processes   []row // Group = worker processes
 	redlock     []row // Group = concurrency
 	held        []bench.HeldResult
+	family      familyResults
 }
 
 // row is one library (configured one way) in one scenario at one level of
@@ -175,6 +181,15 @@ func (r row) CommandsPerOp() float64 {
 		return 0
 	}
 	return float64(r.Load.Commands) / float64(r.Run.Ops)
+}
+
+// SentPerOp is the commands the clients sent per cycle (or acquisition): a
+// script call counts one, the commands it runs none.
+func (r row) SentPerOp() float64 {
+	if r.Run.Ops == 0 {
+		return 0
+	}
+	return float64(r.Load.Sent.Total()) / float64(r.Run.Ops)
 }
 
 // CPUPerOp is redis-server's CPU time per cycle (or acquisition): the load
@@ -332,28 +347,22 @@ func run(ctx context.Context, s settings) (*results, error) {
 		return c
 	}
 
-	if s.scenarios[scUncontended] {
-		if res.uncontended, err = runUncontended(ctx, s, cnt, client, srv); err != nil {
-			return nil, err
+	// The scenarios in the order they run, each filling its part of res.
+	for _, sc := range []struct {
+		name string
+		run  func() error
+	}{
+		{scUncontended, func() (err error) { res.uncontended, err = runUncontended(ctx, s, cnt, client, srv); return err }},
+		{scHandoff, func() (err error) { res.handoff, err = runHandoff(ctx, s, cnt, client); return err }},
+		{scProcesses, func() (err error) { res.processes, err = runProcesses(ctx, s, cnt, srv.Addr); return err }},
+		{scRedlock, func() (err error) { res.redlock, err = runRedlock(ctx, s); return err }},
+		{scHeld, func() (err error) { res.held, err = runHeld(ctx, s, srv, admin, client); return err }},
+		{scFamily, func() (err error) { res.family, err = runFamily(ctx, s, cnt, client); return err }},
+	} {
+		if !s.scenarios[sc.name] {
+			continue
 		}
-	}
-	if s.scenarios[scHandoff] {
-		if res.handoff, err = runHandoff(ctx, s, cnt, client); err != nil {
-			return nil, err
-		}
-	}
-	if s.scenarios[scProcesses] {
-		if res.processes, err = runProcesses(ctx, s, cnt, srv.Addr); err != nil {
-			return nil, err
-		}
-	}
-	if s.scenarios[scRedlock] {
-		if res.redlock, err = runRedlock(ctx, s); err != nil {
-			return nil, err
-		}
-	}
-	if s.scenarios[scHeld] {
-		if res.held, err = runHeld(ctx, s, srv, admin, client); err != nil {
+		if err := sc.run(); err != nil {
 			return nil, err
 		}
 	}
@@ -399,21 +408,21 @@ func runUncontended(ctx context.Context, s settings, cnt *counter, client func()
 		defer bench.CloseAll(agentLibs)
 		libs = besideRedlease(libs, agentLibs)
 	}
-	return runLatency(ctx, s, cnt, "uncontended", libs, s.uncontended)
+	return runLatency(ctx, s, cnt, "uncontended", libs, s.concurrency, s.uncontended)
 }
 
 // runLatency measures acquire+release cycles for every library at every
-// concurrency, interleaving libraries within each round.
-func runLatency(ctx context.Context, s settings, cnt *counter, scenario string, libs []*bench.Lib, d time.Duration) ([]row, error) {
+// concurrency (goroutines), interleaving libraries within each round.
+func runLatency(ctx context.Context, s settings, cnt *counter, scenario string, libs []*bench.Lib, concurrency []int, d time.Duration) ([]row, error) {
 	for _, lib := range libs {
-		if err := warm(ctx, lib, slices.Max(s.concurrency), scenario+":"+lib.Name); err != nil {
+		if err := warm(ctx, lib, slices.Max(concurrency), scenario+":"+lib.Name); err != nil {
 			return nil, err
 		}
 	}
 	runs := map[[2]int]*bench.Run{}
 	loads := map[[2]int]bench.Load{}
 	for round := range s.rounds {
-		for _, g := range s.concurrency {
+		for _, g := range concurrency {
 			for i, lib := range libs {
 				progress("%s: %s, %d goroutine(s), round %d/%d", scenario, lib.Name, g, round+1, s.rounds)
 				r, n, err := cnt.measure(ctx, func() (bench.Run, error) {
@@ -432,7 +441,7 @@ func runLatency(ctx context.Context, s settings, cnt *counter, scenario string, 
 		}
 	}
 	var rows []row
-	for _, g := range s.concurrency {
+	for _, g := range concurrency {
 		for i, lib := range libs {
 			k := [2]int{g, i}
 			r := runs[k]
@@ -580,7 +589,7 @@ func runRedlock(ctx context.Context, s settings) ([]row, error) {
 		return nil, err
 	}
 	defer bench.CloseAll(libs)
-	return runLatency(ctx, s, cnt, "redlock", libs, s.redlock)
+	return runLatency(ctx, s, cnt, "redlock", libs, s.concurrency, s.redlock)
 }
 
 func runHeld(ctx context.Context, s settings, srv *bench.Server, admin *redis.Client, client func() *redis.Client) ([]bench.HeldResult, error) {

@@ -169,6 +169,7 @@ func renderReport(res *results) string {
 	if len(res.held) > 0 {
 		writeHeld(&b, res)
 	}
+	writeFamily(&b, res)
 	return b.String()
 }
 
@@ -207,6 +208,12 @@ func writeLatencyTable(b *strings.Builder, rows []row, levelName string) {
 		fmt.Fprintf(b, "Best peer at %s=%d: p50 %s (%s), ops/s %s (%s). ", levelName, lv, fmtDur(bp.p50), bp.p50Name, fmtRate(bp.ops), bp.opsName)
 	}
 	b.WriteString("\n\n")
+	writeConfigurations(b, rows, levelName)
+}
+
+// writeConfigurations is the folded table of every row's configuration
+// and sample count, below a latency table.
+func writeConfigurations(b *strings.Builder, rows []row, levelName string) {
 	b.WriteString("<details><summary>configurations and sample counts</summary>\n\n| " + levelName + " | library | configuration | samples | mean | max |\n|---:|---|---|---:|---:|---:|\n")
 	for _, r := range rows {
 		fmt.Fprintf(b, "| %d | %s | %s | %d | %s | %s |\n", r.Level, r.Name, r.Tuning, r.Lat.N, fmtDur(r.Lat.Mean), fmtDur(r.Lat.Max))
@@ -426,6 +433,7 @@ func writeHeadlines(b *strings.Builder, res *results) {
 	writeContendedHeadlines(b, res.handoff, "Hand-off", "workers", "redlease")
 	writeContendedHeadlines(b, res.processes, "Between processes", "processes", "redlease", "redlease (FIFO)")
 	writeAgentHeadlines(b, res)
+	writeFamilyHeadlines(b, res.family)
 	for _, lv := range levels(res.redlock) {
 		bp := bestPeer(res.redlock, lv)
 		for _, name := range []string{"redlease Redlock", "redlease Redlock (no fencing)"} {
