@@ -26,30 +26,50 @@ var (
 // the server serves nobody else.
 const MaxAllKeys = 64
 
-// allSuffixes and releaseAllSuffixes derive the three keys each lock key
-// brings to acquireAllScript and releaseAllScript after itself.
+// allSuffixes and releaseAllSuffixes derive the keys each lock key brings
+// to acquireAllScript and releaseAllScript after itself: three, and the
+// epoch record last under a failover quarantine.
 var (
-	allSuffixes        = []string{fenceSuffix, lineSuffix, eventsSuffix}
-	releaseAllSuffixes = []string{eventsSuffix, lineSuffix, fenceSuffix}
+	allSuffixes        = []string{fenceSuffix, lineSuffix, eventsSuffix, epochSuffix}
+	releaseAllSuffixes = []string{eventsSuffix, lineSuffix, fenceSuffix, epochSuffix}
 )
 
+// suffixesFor are suffixes less the epoch record without a quarantine.
+func suffixesFor(suffixes []string, q Quarantine) []string {
+	if q.On {
+		return suffixes
+	}
+	return suffixes[:len(suffixes)-1]
+}
+
 // AcquireAllCall is the call that takes every one of keys, or none, with
-// a's Value, TTL, Fencing, Identity, Announce, FIFO and Sharded (its other
-// fields do not apply: no place in a line, no quarantine).
+// a's Value, TTL, Fencing, Identity, Announce, FIFO, Sharded and
+// Quarantine (no place in a line: AcquireAllWaitCall).
 func AcquireAllCall(keys []string, a AcquireArgs) Call {
-	k := a.Constants
-	return Call{acquireAllScript, allKeys(keys, allSuffixes), []any{valueArg(a.Value, a.ValueArg), k.millis(a.TTL), flag(a.Fencing), k.str(a.Identity), flag(a.Announce),
-		flag(a.FIFO), flag(a.Sharded)}}
+	return acquireAllCall(keys, a, false)
 }
 
 // AcquireAllWaitCall is AcquireAllCall for a caller that waits: with
 // a.Place its failed attempt joins every key's line (a.Queued: it may be
 // in them already) and keeps the keys reserved for it, with a.Window.
 func AcquireAllWaitCall(keys []string, a AcquireArgs) Call {
-	c := AcquireAllCall(keys, a)
+	return acquireAllCall(keys, a, true)
+}
+
+func acquireAllCall(keys []string, a AcquireArgs, wait bool) Call {
 	k := a.Constants
-	c.Args = append(c.Args, k.millis(a.Place), flag(a.Queued), k.millis(a.Window))
-	return c
+	args := append(make([]any, 0, 10+quarantineArgc), valueArg(a.Value, a.ValueArg), k.millis(a.TTL), flag(a.Fencing), k.str(a.Identity), flag(a.Announce),
+		flag(a.FIFO), flag(a.Sharded))
+	switch {
+	case wait:
+		args = append(args, k.millis(a.Place), flag(a.Queued), k.millis(a.Window))
+	case a.Quarantine.On:
+		args = append(args, "0", "0", "0") // not waiting: no place, no window
+	}
+	if a.Quarantine.On {
+		args = a.Quarantine.appendArgv(args)
+	}
+	return Call{acquireAllScript, allKeys(keys, suffixesFor(allSuffixes, a.Quarantine)), args}
 }
 
 // AllAttempt is acquireAllScript's reply.
@@ -104,11 +124,15 @@ func allKeys(keys, suffixes []string) []string {
 // ReleaseAll gives back, at once, every one of keys that value (an
 // AcquireAllCall's) still holds: each handed to the first waiter in its
 // line (who has a.Window to confirm) or deleted. released says, per key,
-// whether it was still value's. a.TTL and a.Quarantine do not apply.
+// whether it was still value's. Under a.Quarantine, a key whose server
+// changed is handed to nobody (a.TTL is the lock's).
 func ReleaseAll(ctx context.Context, r Runner, keys []string, value string, a ReleaseArgs) (released []bool, err error) {
 	k := a.Constants
-	res, err := r.Run(ctx, Call{releaseAllScript, allKeys(keys, releaseAllSuffixes),
-		[]any{value, k.millis(a.Window), flag(a.Announce), flag(a.Sharded)}}).Int64Slice()
+	args := []any{value, k.millis(a.Window), flag(a.Announce), flag(a.Sharded)}
+	if a.Quarantine.On {
+		args = a.Quarantine.appendArgv(append(args, k.millis(a.TTL)))
+	}
+	res, err := r.Run(ctx, Call{releaseAllScript, allKeys(keys, suffixesFor(releaseAllSuffixes, a.Quarantine)), args}).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", keys, err)
 	}

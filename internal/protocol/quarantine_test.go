@@ -159,3 +159,73 @@ func TestOnlyGrantsSizeTheQuarantine(t *testing.T) {
 		})
 	}
 }
+
+// The quarantine holds keys taken together as it holds one: a release of
+// the set hands a key whose server changed to nobody (its waiter keeps its
+// place) while it hands the other key on, and no set that includes that key
+// is granted until the quarantine has passed. Without the quarantine the
+// same release hands both keys over at once (the naive variant).
+func TestAQuarantineHoldsKeysTakenTogether(t *testing.T) {
+	const ttl = 400 * time.Millisecond
+	q := protocol.Quarantine{On: true, Cutoff: 100 * time.Millisecond}
+	for _, tt := range []struct {
+		name   string
+		q      protocol.Quarantine
+		handed bool
+	}{
+		{"quarantine", q, false},
+		{"no quarantine: the release hands both over", protocol.Quarantine{}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newServer(t)
+			keys := []string{"debit", "credit"}
+			for _, k := range keys {
+				if _, err := protocol.RecordEpoch(s.ctx, s.r, k, ttl, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			take := func(v string, ks []string, wait bool) []int64 {
+				t.Helper()
+				a := protocol.AcquireArgs{Value: v, TTL: ttl, Fencing: true, Identity: protocol.IdentityFromValue(v),
+					Place: time.Minute, Queued: true, Window: ttl, Quarantine: tt.q}
+				c := protocol.AcquireAllCall(ks, a)
+				if wait {
+					c = protocol.AcquireAllWaitCall(ks, a)
+				}
+				res, err := ints(s.run(c.Script, c.Keys, c.Args...))
+				s.must(err)
+				return res
+			}
+			holder, waiter := "pod-a:1/h", "pod-b:1/w"
+			if res := take(holder, keys, false); res[0] != 1 {
+				t.Fatalf("the holder's set = %v", res)
+			}
+			s.must(s.c.HSet(s.ctx, protocol.EpochKey("debit"), "run", "promoted-elsewhere").Err())
+			if res := take(waiter, keys, true); res[0] != 0 {
+				t.Fatalf("the waiter's attempt = %v, want not acquired", res)
+			}
+			released, err := protocol.ReleaseAll(s.ctx, s.r, keys, holder, protocol.ReleaseArgs{Window: ttl, TTL: ttl, Quarantine: tt.q})
+			s.must(err)
+			if !released[0] || !released[1] {
+				t.Fatalf("released %v, want both", released)
+			}
+			debit, credit := s.c.Exists(s.ctx, "debit").Val() == 1, s.c.Exists(s.ctx, "credit").Val() == 1
+			if debit != tt.handed || !credit {
+				t.Fatalf("after the release debit is reserved: %v (want %v), credit: %v (want true)", debit, tt.handed, credit)
+			}
+			if tt.handed {
+				return
+			}
+			if rank, err := s.c.ZRank(s.ctx, protocol.LineKey("debit"), waiter).Result(); err != nil || rank != 0 {
+				t.Fatalf("the waiter's place in debit's line = %d, %v: want it first", rank, err)
+			}
+			if res := take("pod-c:1/x", []string{"debit", "other"}, false); res[0] != 0 || res[2] <= 0 {
+				t.Fatalf("another set with debit during the quarantine = %v, want not acquired, with the quarantine left", res)
+			}
+			time.Sleep(q.Length(ttl))
+			if res := take(waiter, keys, true); res[0] != 1 {
+				t.Fatalf("the waiter's attempt after the quarantine = %v, want acquired", res)
+			}
+		})
+	}
+}

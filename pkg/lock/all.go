@@ -24,8 +24,10 @@ const MaxAllKeys = protocol.MaxAllKeys
 // as TryAcquire's); the MultiLease ends as a whole when any of them ends,
 // and then gives the others back. Keys must be distinct, at most
 // MaxAllKeys, and on Redis Cluster in one hash slot (else
-// ErrKeysAcrossSlots). Not with NewRedlock, WithFailoverQuarantine or a
-// semaphore's keys (ErrInvalidConfig; a key a semaphore holds is held).
+// ErrKeysAcrossSlots). Not with NewRedlock or a semaphore's keys
+// (ErrInvalidConfig; a key a semaphore holds is held). Under
+// WithFailoverQuarantine a quarantine on any of the keys holds the whole
+// set back, as it holds one key back.
 //
 // Not guaranteed: a caller that retries TryAcquireAll can starve behind a
 // stream of single-key holders, which wait in each key's line and are
@@ -111,8 +113,6 @@ func (l *Locker) allBackend(keys []string) (*single, error) {
 	switch {
 	case !ok:
 		return nil, invalidConfig("TryAcquireAll needs one server (New): a Redlock majority of several keys is not atomic")
-	case s.quarantine.On:
-		return nil, invalidConfig("TryAcquireAll does not run under WithFailoverQuarantine")
 	case len(keys) == 0 || len(keys) > MaxAllKeys:
 		return nil, invalidConfig("TryAcquireAll takes 1 to %d keys, got %d", MaxAllKeys, len(keys))
 	}
@@ -139,7 +139,8 @@ func (l *Locker) allBackend(keys []string) (*single, error) {
 func (s *single) acquireAll(ctx context.Context, keys []string, c claim) (protocol.AllAttempt, error) {
 	value := c.value
 	args := protocol.AcquireArgs{Value: value, TTL: s.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
-		FIFO: s.fifo, Sharded: s.sharded, Constants: s.constants, ValueArg: c.valueArg, Place: c.place, Queued: c.queued, Window: s.window}
+		FIFO: s.fifo, Sharded: s.sharded, Constants: s.constants, ValueArg: c.valueArg, Place: c.place, Queued: c.queued, Window: s.window,
+		Quarantine: s.quarantine}
 	call := protocol.AcquireAllCall(keys, args)
 	if c.place > 0 {
 		call = protocol.AcquireAllWaitCall(keys, args)

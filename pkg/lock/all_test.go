@@ -191,7 +191,6 @@ func TestTryAcquireAllRefusesWhatItCannotTakeAtomically(t *testing.T) {
 	_, client := startRedis(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	plain := newLocker(t, client)
-	quarantined := newLocker(t, client, lock.WithFailoverQuarantine(2*time.Second, lock.MissingEpochIsNew))
 	redlock, err := lock.NewRedlock([]redis.UniversalClient{client, redistest.StartStandalone(t).Client(t),
 		redistest.StartStandalone(t).Client(t)})
 	if err != nil {
@@ -213,7 +212,6 @@ func TestTryAcquireAllRefusesWhatItCannotTakeAtomically(t *testing.T) {
 		{"a key twice", plain, []string{"a", "b", "a"}, lock.ErrInvalidConfig},
 		{"too many keys", plain, many, lock.ErrInvalidConfig},
 		{"Redlock", redlock, []string{"a", "b"}, lock.ErrInvalidConfig},
-		{"failover quarantine", quarantined, []string{"a", "b"}, lock.ErrInvalidConfig},
 		{"Cluster, two slots", cluster, []string{"a", "b"}, lock.ErrKeysAcrossSlots},
 	}
 	for _, tt := range tests {

@@ -408,3 +408,53 @@ func TestAMixedTTLIsReported(t *testing.T) {
 		})
 	}
 }
+
+// The failover quarantine covers keys taken together: a promotion that
+// lost a set taken with TryAcquireAll grants none of its keys alone, and
+// one that lost a single key grants no set that includes it, before the
+// lost lease has ended; without the quarantine the second holder overlaps
+// the first at once.
+func TestFailoverQuarantineOfKeysTakenTogether(t *testing.T) {
+	together := func(l *lock.Locker, ctx context.Context) (*lock.Lease, error) {
+		m, err := l.AcquireAll(ctx, "debit", "credit")
+		if err != nil {
+			return nil, err
+		}
+		return m.Leases()[1], nil // credit's: both share the set's start
+	}
+	alone := func(l *lock.Locker, ctx context.Context) (*lock.Lease, error) { return l.Acquire(ctx, "credit") }
+	for _, tt := range []struct {
+		name        string
+		lost, taken func(*lock.Locker, context.Context) (*lock.Lease, error)
+		opts        []lock.Option
+		overlap     bool
+	}{
+		{"set lost, no quarantine: a holder of one key beside it", together, alone, []lock.Option{lock.WithTTL(quarantineTTL)}, true},
+		{"set lost, quarantine", together, alone, quarantined(lock.MissingEpochWaits), false},
+		{"one key lost, no quarantine: a set beside it", alone, together, []lock.Option{lock.WithTTL(quarantineTTL)}, true},
+		{"one key lost, quarantine", alone, together, quarantined(lock.MissingEpochWaits), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := redistest.StartReplicated(t, 1)
+			ctx := ctxTimeout(t, 30*time.Second)
+			for _, k := range []string{"debit", "credit"} {
+				recordEpoch(ctx, t, g.Master.Client(t), k, true)
+			}
+			a := lockerOnDoomedMaster(t, g.Master.Client(t), tt.opts...)
+			isolateReplica(t, g)
+			first, err := tt.lost(a, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			failOver(t, g)
+			second, err := tt.taken(newLocker(t, g.Replicas[0].Client(t), tt.opts...), ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			releaseAtEnd(t, second)
+			if overlap := leaseStart(second, quarantineTTL).Before(first.ValidUntil()); overlap != tt.overlap {
+				t.Fatalf("the second lease overlaps the lost one: %v, want %v", overlap, tt.overlap)
+			}
+		})
+	}
+}

@@ -10,7 +10,13 @@
 -- with waiters in line is not free: it goes to the head of its line),
 -- ARGV[7] "1" on Redis Cluster (messages on sharded pub/sub), ARGV[8]
 -- place (ms; missing or 0: do not wait), ARGV[9] "1" when the value may
--- be in the lines already, ARGV[10] hand-off window (ms).
+-- be in the lines already, ARGV[10] hand-off window (ms), ARGV[11] the
+-- failover quarantine's cutoff (ms; missing: no quarantine), ARGV[12] "1"
+-- when a missing epoch record is a loss (lua/epoch.lua). Under a
+-- quarantine KEYS are five per lock key, the fifth its epoch record: a key
+-- whose server changed holds the whole set back (nothing is granted or
+-- reserved) until the quarantine ends, and a grant records the TTL on
+-- every key's record, as lua/acquire.lua does for one key.
 -- A waiting caller (ARGV[8]) joins every key's line with one arrival,
 -- scored in µs plus a quarter (lua/shared.lua's all_kind), so every line
 -- orders the waiters for several keys alike. A release that pops it
@@ -23,14 +29,33 @@
 -- Returns {1, fence_1, ..., fence_n} when every key was taken (fences 0
 -- without fencing), {0, i, pttl} when the i-th key was not free (pttl: its
 -- PTTL, -1 when it has no TTL, -2 when it is free but its FIFO line is
--- not empty), or an error with no key taken.
+-- not empty; the ms its quarantine has left when that is longer), or an
+-- error with no key taken.
 -- A key held as a semaphore or shared (a sorted set) is held: EXISTS sees
 -- it, and no command here minds its type.
-local n = #KEYS / 4
 local value = ARGV[1]
 local place, queued, window = tonumber(ARGV[8] or '0'), ARGV[9] == '1', ARGV[10]
 events_sharded = ARGV[7] == '1'
+local cutoff = tonumber(ARGV[11] or '')
+local per = cutoff and 5 or 4
+local n = #KEYS / per
 local mine = all_marker(value)
+
+-- of is the j-th of key i's KEYS: 1 the key, 2 its fence counter, 3 its
+-- line, 4 its events channel, 5 its epoch record.
+local function of(i, j) return KEYS[per * (i - 1) + j] end
+
+-- The quarantine: held_back is the longest any key's holds the set back;
+-- recorded, per key, the TTL its record holds (epoch_check's
+-- epoch_recorded, which epoch_granted reads).
+local held_back, held_back_at, recorded = 0, nil, {}
+if cutoff then
+  for i = 1, n do
+    local ms = epoch_check(of(i, 5), tonumber(ARGV[2]), cutoff, ARGV[12] == '1', false)
+    recorded[i] = epoch_recorded
+    if ms > held_back then held_back, held_back_at = ms, i end
+  end
+end
 
 -- held is why key i is not free for the caller: nil when free (missing,
 -- or reserved for it), else the reply's pttl. A key that holds the
@@ -38,7 +63,7 @@ local mine = all_marker(value)
 -- knows no markers): the caller's values are never retried after an
 -- attempt that may have written them, so it is its reservation too.
 local function held(i)
-  local key, line = KEYS[4 * i - 3], KEYS[4 * i - 1]
+  local key, line = of(i, 1), of(i, 3)
   local v = lock_value(key)
   if v == mine or v == value then return nil end
   if v ~= false or redis.call('EXISTS', key) == 1 then return redis.call('PTTL', key) end
@@ -57,20 +82,27 @@ for i = 1, n do
     break
   end
 end
+if held_back > 0 and not (blocked and wait > held_back) then
+  blocked, wait = held_back_at, held_back
+end
 
 if not blocked then
   -- undo gives every key back before an error is returned: Redis does
   -- not roll back a script's writes, and no key may stay held by nobody.
   local function undo()
-    for i = 1, n do redis.call('DEL', KEYS[4 * i - 3]) end
+    for i = 1, n do redis.call('DEL', of(i, 1)) end
   end
   for i = 1, n do
-    redis.call('SET', KEYS[4 * i - 3], value, 'PX', ARGV[2])
-    if queued then redis.call('ZREM', KEYS[4 * i - 1], value) end
+    redis.call('SET', of(i, 1), value, 'PX', ARGV[2])
+    if queued then redis.call('ZREM', of(i, 3), value) end
+    if cutoff then
+      epoch_recorded = recorded[i]
+      epoch_granted(of(i, 5), tonumber(ARGV[2]), cutoff)
+    end
   end
   local reply = {1}
   for i = 1, n do
-    local taken = lease_taken(ARGV, KEYS[4 * i - 2], KEYS[4 * i], undo)
+    local taken = lease_taken(ARGV, of(i, 2), of(i, 4), undo)
     if taken['err'] then return taken end
     reply[i + 1] = taken[2]
   end
@@ -80,7 +112,7 @@ end
 if place > 0 then
   local arrival = nil
   for i = 1, n do
-    local key, line = KEYS[4 * i - 3], KEYS[4 * i - 1]
+    local key, line = of(i, 1), of(i, 3)
     if lock_value(key) == mine then
       redis.call('PEXPIRE', key, window) -- a reservation kept while the caller waits
     else
@@ -92,7 +124,7 @@ if place > 0 then
         redis.call('ZADD', line, 'NX', arrival, value)
       end
       redis.call('PEXPIRE', line, place)
-      if redis.call('EXISTS', key) == 0 and redis.call('ZRANGE', line, 0, 0)[1] == value then
+      if held_back == 0 and redis.call('EXISTS', key) == 0 and redis.call('ZRANGE', line, 0, 0)[1] == value then
         -- Free, and the caller first in its line: reserved for it.
         redis.call('ZREM', line, value)
         redis.call('SET', key, mine, 'PX', window)
