@@ -351,7 +351,12 @@ func reconcileErrors(t *testing.T, f *fireEnv, tl *timeline) (faultAt, end time.
 	ns, srv := f.env.Namespace(t), redistest.StartStandalone(t)
 	const user = "system:serviceaccount:redlease-system:read-only-manager"
 	f.grantWithoutStatusWrites(t, user)
-	m := startManager(t, f.env.KubeconfigAs(t, user), "--leader-elect=false", "--watch-namespaces="+ns)
+	// The shared manager reconciles these locks too, and writes their
+	// status. Were this manager's status the same, it would find nothing
+	// to write, make no error, and the test would race the two. Denied
+	// every Redis address (TEST-NET-1 only), it always wants another
+	// status than the one written, and each reconcile tries to write it.
+	m := startManager(t, f.env.KubeconfigAs(t, user), "--leader-elect=false", "--watch-namespaces="+ns, "--allowed-redis-cidrs=192.0.2.0/24")
 	errorsOf := func(v model.Vector) float64 {
 		return value(v, "controller_runtime_reconcile_errors_total", map[string]string{"controller": "distributedlock"})
 	}
