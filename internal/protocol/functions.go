@@ -25,6 +25,7 @@ type Script struct {
 	function string // FunctionName
 	src      string // the pieces it uses, then body: what EVALSHA runs
 	body     string // what the library's function runs, the pieces defined at load
+	fast     string // the uncontended path src runs after the fence piece (newFastScript); body starts with it
 	// readOnly scripts are flagged no-writes in the library and called
 	// with FCALL_RO.
 	readOnly bool
@@ -39,7 +40,27 @@ type Script struct {
 // newScript is the script name: body, run after uses, the pieces
 // (scripts.go) it calls, listed in their order in pieces.
 func newScript(name string, readOnly bool, body string, uses ...string) *Script {
-	src := strings.Join(uses, "") + body
+	return buildScript(name, readOnly, strings.Join(uses, "")+body, body)
+}
+
+// newFastScript is newScript with fast, an uncontended path that may
+// return early, placed after the fence piece (the only one it calls) and
+// before the other pieces: run with EVALSHA, the script defines those only
+// when it gets past fast, which is most of what an uncontended call would
+// cost the server. The library's function runs fast first too. uses must
+// start with the fence piece.
+func newFastScript(name, fast, body string, uses ...string) *Script {
+	if len(uses) == 0 || uses[0] != fenceSrc {
+		panic("protocol: " + name + "'s fast path needs the fence piece first")
+	}
+	s := buildScript(name, false, uses[0]+fast+strings.Join(uses[1:], "")+body, fast+body)
+	s.fast = fast
+	return s
+}
+
+// buildScript is the script name running src with EVALSHA and body as the
+// library's function.
+func buildScript(name string, readOnly bool, src, body string) *Script {
 	s := &Script{Script: redis.NewScript(src), function: LibraryName + "_" + name, src: src, body: body, readOnly: readOnly}
 	s.hashArg, s.functionArg = s.Hash(), s.function
 	return s

@@ -20,13 +20,22 @@ func TestTheLibraryDefinesEachPieceOnce(t *testing.T) {
 		}
 	}
 	for _, s := range scripts {
-		if !strings.HasSuffix(s.src, s.body) {
+		// A fast path (newFastScript) starts the function's body, and
+		// comes right after the fence piece in the script.
+		main := strings.TrimPrefix(s.body, s.fast)
+		if !strings.HasSuffix(s.src, main) {
 			t.Errorf("%s: its script does not end with its body", s.FunctionName())
 			continue
 		}
-		rest := strings.TrimSuffix(s.src, s.body)
-		for _, p := range pieces {
+		rest := strings.TrimSuffix(s.src, main)
+		for i, p := range pieces {
 			rest = strings.TrimPrefix(rest, p)
+			if i == 0 && s.fast != "" {
+				if !strings.HasPrefix(rest, s.fast) {
+					t.Errorf("%s: its fast path is not right after the fence piece", s.FunctionName())
+				}
+				rest = strings.TrimPrefix(rest, s.fast)
+			}
 		}
 		if rest != "" {
 			t.Errorf("%s: its script prepends Lua that is not the library's pieces, in their order: %.80q", s.FunctionName(), rest)

@@ -35,11 +35,15 @@ var (
 	// fence} when acquired, {0, pttl, counter, quarantine, history} when
 	// not (ParseAttempt reads both), or an error with the lock key not
 	// taken.
-	AcquireScript = sentOnly(newScript("acquire", false, acquireSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, takenSrc, valueSrc))
+	AcquireScript = sentOnly(newFastScript("acquire", acquireFastSrc, acquireSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, takenSrc, valueSrc))
+	//go:embed lua/acquire_fast.lua
+	acquireFastSrc string
 
 	//go:embed lua/release.lua
 	releaseSrc    string
-	releaseScript = newScript("release", false, releaseSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, valueSrc)
+	releaseScript = newFastScript("release", releaseFastSrc, releaseSrc, fenceSrc, lineSrc, epochSrc, sharedSrc, valueSrc)
+	//go:embed lua/release_fast.lua
+	releaseFastSrc string
 
 	//go:embed lua/renew.lua
 	renewSrc string

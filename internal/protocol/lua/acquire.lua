@@ -48,7 +48,9 @@ local function taken()
   return lease_taken(ARGV, counter, channel, function() redis.call('DEL', key) end)
 end
 
-local held = false
+-- held: SET NX is not to be tried, the key having been seen held (by
+-- lua/acquire_fast.lua's SET NX, which failed, or below).
+local held = fast_tried
 if queued then
   local holder = lock_value(key)
   if holder == value then
