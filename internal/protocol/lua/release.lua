@@ -19,11 +19,11 @@
 -- included).
 local key, channel, line, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 events_sharded = ARGV[4] == '1'
-if lock_value(key) ~= ARGV[1] then
+if not fast_popped and lock_value(key) ~= ARGV[1] then
   redis.call('ZREM', line, ARGV[1])
   return 0
 end
-local popped = redis.call('ZPOPMIN', line)
+local popped = fast_popped or redis.call('ZPOPMIN', line)
 local head = popped[1]
 if head and epoch_check(KEYS[5], tonumber(ARGV[5] or '0'), tonumber(ARGV[6] or ''), ARGV[7] == '1', true) > 0 then
   redis.call('ZADD', line, popped[2], head)
