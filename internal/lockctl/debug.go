@@ -30,7 +30,8 @@ func newAcquireCommand(stdout io.Writer, log *redisLog) *cobra.Command {
 				return err
 			}
 			defer s.close()
-			printf(stdout, "acquired %s: holder %s, fence %d\n", s.Key(), s.lease.Identity(), s.lease.Fence())
+			lease := s.hold.(leaseHold) // acquire takes one lock: its --lock and --key are single
+			printf(stdout, "acquired %s: holder %s, fence %d\n", s.Key(), lease.Identity(), lease.Fence())
 			var timeout <-chan time.Time
 			if hold > 0 {
 				timeout = time.After(hold)
@@ -38,8 +39,8 @@ func newAcquireCommand(stdout io.Writer, log *redisLog) *cobra.Command {
 			select {
 			case <-timeout:
 			case <-s.signals:
-			case <-s.lease.Done():
-				return exit(ExitLeaseLost, fmt.Errorf("lease lost: %w", s.lease.Err()))
+			case <-lease.Done():
+				return exit(ExitLeaseLost, fmt.Errorf("lease lost: %w", lease.Err()))
 			}
 			if err := s.release(); err != nil {
 				if errors.Is(err, lock.ErrLeaseLost) {

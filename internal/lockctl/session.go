@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/redlease/redlease/internal/agent"
-	"github.com/redlease/redlease/pkg/lock"
 )
 
 // waitFlags are --wait, how long a command waits for the lock, and the
@@ -37,9 +36,7 @@ var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, s
 // stopSignals received, and the exit codes of a failed wait.
 type session struct {
 	*locker
-	hold hold
-	// lease is hold's lease when one lock was taken, nil for several.
-	lease   *lock.Lease
+	hold    hold
 	signals chan os.Signal
 	codes   exitCodes
 	metrics *httpServer // --metrics-addr; nil without
@@ -69,9 +66,6 @@ func takeLock(cmd *cobra.Command, target *targetFlags, wait waitFlags, log *redi
 	if s.hold, err = s.acquire(cmd.Context(), cmd.Flags().Changed("wait"), wait.d); err != nil {
 		s.close()
 		return nil, err
-	}
-	if one, ok := s.hold.(leaseHold); ok {
-		s.lease = one.Lease
 	}
 	return s, nil
 }

@@ -60,11 +60,7 @@ func (l *Locker) timedAll(ctx context.Context, keys []string, try bool, take fun
 }
 
 func (l *Locker) tryAcquireAll(ctx context.Context, keys []string) (*MultiLease, error) {
-	s, err := l.allBackend(keys)
-	if err != nil {
-		return nil, err
-	}
-	c, err := l.newClaim(target{key: keys[0]})
+	s, c, err := l.allClaim(keys)
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +104,17 @@ func (l *Locker) holdAll(ctx context.Context, s *single, keys []string, c claim,
 
 // allBackend is the one-server backend TryAcquireAll runs on, or why it
 // cannot run.
+// allClaim is the backend that takes keys together (allBackend) and a
+// first claim on them, one value for every key.
+func (l *Locker) allClaim(keys []string) (*single, claim, error) {
+	s, err := l.allBackend(keys)
+	if err != nil {
+		return nil, claim{}, err
+	}
+	c, err := l.newClaim(target{key: keys[0]})
+	return s, c, err
+}
+
 func (l *Locker) allBackend(keys []string) (*single, error) {
 	s, ok := l.backend.(*single)
 	switch {

@@ -32,11 +32,7 @@ func (l *Locker) AcquireAll(ctx context.Context, keys ...string) (*MultiLease, e
 }
 
 func (l *Locker) acquireAllWaiting(ctx context.Context, keys []string) (m *MultiLease, err error) {
-	s, err := l.allBackend(keys)
-	if err != nil {
-		return nil, err
-	}
-	c, err := l.newClaim(target{key: keys[0]})
+	s, c, err := l.allClaim(keys)
 	if err != nil {
 		return nil, err
 	}

@@ -206,21 +206,37 @@ func TestFailoverQuarantineOfASemaphore(t *testing.T) {
 func TestFailoverQuarantineOfSharedHolds(t *testing.T) {
 	shared := func(l *lock.Locker, ctx context.Context) (*lock.Lease, error) { return l.AcquireShared(ctx, "rw") }
 	exclusive := func(l *lock.Locker, ctx context.Context) (*lock.Lease, error) { return l.Acquire(ctx, "rw") }
-	for _, tt := range []struct {
-		name        string
-		lost, taken func(*lock.Locker, context.Context) (*lock.Lease, error)
-		opts        []lock.Option
-		overlap     bool
-	}{
+	failOverBetween(t, []string{"rw"}, []failoverRow{
 		{"shared lost, no quarantine: a writer beside the reader", shared, exclusive, []lock.Option{lock.WithTTL(quarantineTTL)}, true},
 		{"shared lost, quarantine", shared, exclusive, quarantined(lock.MissingEpochWaits), false},
 		{"exclusive lost, no quarantine: a reader beside the writer", exclusive, shared, []lock.Option{lock.WithTTL(quarantineTTL)}, true},
 		{"exclusive lost, quarantine", exclusive, shared, quarantined(lock.MissingEpochWaits), false},
-	} {
+	})
+}
+
+// failoverRow is a lease lost with a master (lost, taken on it) and one
+// asked of the promoted replica (taken), under opts; overlap says whether
+// the second may begin before the first's validity ends.
+type failoverRow struct {
+	name        string
+	lost, taken func(*lock.Locker, context.Context) (*lock.Lease, error)
+	opts        []lock.Option
+	overlap     bool
+}
+
+// failOverBetween runs each row on a master and a replica of its own: the
+// keys' epoch records replicated, the replica cut off, the first lease
+// taken on the master, which is then killed and the replica promoted, and
+// the second lease taken there.
+func failOverBetween(t *testing.T, keys []string, rows []failoverRow) {
+	t.Helper()
+	for _, tt := range rows {
 		t.Run(tt.name, func(t *testing.T) {
 			g := redistest.StartReplicated(t, 1)
 			ctx := ctxTimeout(t, 30*time.Second)
-			recordEpoch(ctx, t, g.Master.Client(t), "rw", true)
+			for _, k := range keys {
+				recordEpoch(ctx, t, g.Master.Client(t), k, true)
+			}
 			a := lockerOnDoomedMaster(t, g.Master.Client(t), tt.opts...)
 			isolateReplica(t, g)
 			first, err := tt.lost(a, ctx)
@@ -423,38 +439,10 @@ func TestFailoverQuarantineOfKeysTakenTogether(t *testing.T) {
 		return m.Leases()[1], nil // credit's: both share the set's start
 	}
 	alone := func(l *lock.Locker, ctx context.Context) (*lock.Lease, error) { return l.Acquire(ctx, "credit") }
-	for _, tt := range []struct {
-		name        string
-		lost, taken func(*lock.Locker, context.Context) (*lock.Lease, error)
-		opts        []lock.Option
-		overlap     bool
-	}{
+	failOverBetween(t, []string{"debit", "credit"}, []failoverRow{
 		{"set lost, no quarantine: a holder of one key beside it", together, alone, []lock.Option{lock.WithTTL(quarantineTTL)}, true},
 		{"set lost, quarantine", together, alone, quarantined(lock.MissingEpochWaits), false},
 		{"one key lost, no quarantine: a set beside it", alone, together, []lock.Option{lock.WithTTL(quarantineTTL)}, true},
 		{"one key lost, quarantine", alone, together, quarantined(lock.MissingEpochWaits), false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			g := redistest.StartReplicated(t, 1)
-			ctx := ctxTimeout(t, 30*time.Second)
-			for _, k := range []string{"debit", "credit"} {
-				recordEpoch(ctx, t, g.Master.Client(t), k, true)
-			}
-			a := lockerOnDoomedMaster(t, g.Master.Client(t), tt.opts...)
-			isolateReplica(t, g)
-			first, err := tt.lost(a, ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			failOver(t, g)
-			second, err := tt.taken(newLocker(t, g.Replicas[0].Client(t), tt.opts...), ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			releaseAtEnd(t, second)
-			if overlap := leaseStart(second, quarantineTTL).Before(first.ValidUntil()); overlap != tt.overlap {
-				t.Fatalf("the second lease overlaps the lost one: %v, want %v", overlap, tt.overlap)
-			}
-		})
-	}
+	})
 }

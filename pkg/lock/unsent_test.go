@@ -41,58 +41,21 @@ func TestAWaiterKeepsItsPlaceThroughARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var (
-		mu    sync.Mutex
-		order []int
-		wg    sync.WaitGroup
-	)
-	unsent := make([]*unsentAcquisitions, waiters)
-	for i := range waiters {
-		unsent[i] = &unsentAcquisitions{}
-		c := srv.Client(t)
-		c.AddHook(unsent[i])
-		// A TTL of 1 s: a waiter tries again at least every second, so
-		// each tries while the server is down.
-		l := newLocker(t, c, lock.WithIdentity(fmt.Sprintf("waiter-%d", i)), lock.WithTTL(time.Second))
-		wg.Go(func() {
-			got, err := l.Acquire(ctx, key)
-			if err != nil {
-				t.Errorf("waiter %d: %v", i, err)
-				return
-			}
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
-			if err := got.Release(ctx); err != nil {
-				t.Errorf("waiter %d: %v", i, err)
-			}
-		})
-		waitFor(t, 5*time.Second, fmt.Sprintf("waiter %d to queue", i), func() bool {
-			return admin.ZCard(ctx, protocol.LineKey(key)).Val() == int64(i+1)
-		})
-	}
-
-	line := admin.ZRange(ctx, protocol.LineKey(key), 0, -1).Val()
+	// A TTL of 1 s: a waiter tries again at least every second, so each
+	// tries while the server is down.
+	q := queueWaiters(ctx, t, srv, key, waiters, time.Second)
+	unsent := q.hooks
+	line := q.line
 
 	srv.Stop()
 	waitFor(t, 10*time.Second, "every waiter to fail to connect while the server is down", func() bool {
 		return !slices.ContainsFunc(unsent, func(u *unsentAcquisitions) bool { return u.unsent.Load() == 0 })
 	})
-	answered := make([]int64, waiters)
-	for i, u := range unsent {
-		answered[i] = u.answered.Load()
-	}
+	answered := q.answered()
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "every waiter to try again after the restart", func() bool {
-		for i, u := range unsent {
-			if u.answered.Load() == answered[i] {
-				return false
-			}
-		}
-		return true
-	})
+	q.waitAnsweredSince(t, answered, "every waiter to try again after the restart")
 	// A waiter whose attempt was in flight when the server stopped lost
 	// it ambiguously and rightly queued again with a new value; every
 	// other kept its value and its place.
@@ -111,7 +74,7 @@ func TestAWaiterKeepsItsPlaceThroughARestart(t *testing.T) {
 	if err := lease.Release(ctx); err != nil {
 		t.Fatalf("the holder's release after the restart: %v", err)
 	}
-	wg.Wait()
+	order := q.served()
 	served := slices.DeleteFunc(slices.Clone(order), func(i int) bool { return unsent[i].lost.Load() > 0 })
 	if !slices.IsSorted(served) || len(served) < waiters/2 {
 		t.Fatalf("acquisition order after the restart %v (of those that kept their places: %v), want the arrival order", order, served)
@@ -155,37 +118,10 @@ func TestAWaiterKeepsItsPlaceWhileTheServerLoads(t *testing.T) {
 	waitFor(t, 10*time.Second, "the append-only file to be rewritten", func() bool {
 		return strings.Contains(admin.Info(ctx, "persistence").Val(), "aof_rewrite_in_progress:0")
 	})
-	var (
-		mu    sync.Mutex
-		order []int
-		wg    sync.WaitGroup
-	)
-	hooks := make([]*unsentAcquisitions, waiters)
-	for i := range waiters {
-		hooks[i] = &unsentAcquisitions{}
-		c := srv.Client(t)
-		c.AddHook(hooks[i])
-		// A TTL of 5 s keeps the line 10 s past a waiter's last try:
-		// longer than the stop and the load.
-		l := newLocker(t, c, lock.WithIdentity(fmt.Sprintf("waiter-%d", i)), lock.WithTTL(5*time.Second))
-		wg.Go(func() {
-			got, err := l.Acquire(ctx, key)
-			if err != nil {
-				t.Errorf("waiter %d: %v", i, err)
-				return
-			}
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
-			if err := got.Release(ctx); err != nil {
-				t.Errorf("waiter %d: %v", i, err)
-			}
-		})
-		waitFor(t, 5*time.Second, fmt.Sprintf("waiter %d to queue", i), func() bool {
-			return admin.ZCard(ctx, protocol.LineKey(key)).Val() == int64(i+1)
-		})
-	}
-	line := admin.ZRange(ctx, protocol.LineKey(key), 0, -1).Val()
+	// A TTL of 5 s keeps the line 10 s past a waiter's last try: longer
+	// than the stop and the load.
+	q := queueWaiters(ctx, t, srv, key, waiters, 5*time.Second)
+	hooks, line := q.hooks, q.line
 
 	srv.Stop()
 	if err := srv.Start(); err != nil { // returns once the data is loaded
@@ -199,23 +135,93 @@ func TestAWaiterKeepsItsPlaceWhileTheServerLoads(t *testing.T) {
 			t.Fatalf("waiter %d lost %d attempts in flight: the run shows too little", i, n)
 		}
 	}
-	answered := make([]int64, waiters)
-	for i, h := range hooks {
-		answered[i] = h.answered.Load()
-	}
-	waitFor(t, 10*time.Second, "every waiter to be answered after the load", func() bool {
-		return !slices.ContainsFunc(hooks, func(h *unsentAcquisitions) bool { return h.answered.Load() == answered[slices.Index(hooks, h)] })
-	})
+	q.waitAnsweredSince(t, q.answered(), "every waiter to be answered after the load")
 	if after := admin.ZRange(ctx, protocol.LineKey(key), 0, -1).Val(); !slices.Equal(after, line) {
 		t.Fatalf("the line after the load is %q, want it as it was %q", after, line)
 	}
 	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
-	if !slices.Equal(order, []int{0, 1, 2}) {
+	if order := q.served(); !slices.Equal(order, []int{0, 1, 2}) {
 		t.Fatalf("acquisition order after the load %v, want the arrival order", order)
 	}
+}
+
+// queuedWaiters are waiters that queued for a held key one after the
+// other (queueWaiters).
+type queuedWaiters struct {
+	// hooks count each waiter's acquisitions, by waiter.
+	hooks []*unsentAcquisitions
+	// line is the key's line once every waiter queued, first in line first.
+	line []string
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	// order is the waiters in the order they got the key.
+	order []int
+}
+
+// queueWaiters starts n waiters for key, a Locker each (identity waiter-i,
+// TTL ttl) on a client of its own with an unsentAcquisitions hook, each
+// queued before the next starts; each takes the key when it can and
+// releases it at once.
+func queueWaiters(ctx context.Context, t *testing.T, srv *redistest.Server, key string, n int, ttl time.Duration) *queuedWaiters {
+	t.Helper()
+	admin := srv.Client(t)
+	q := &queuedWaiters{hooks: make([]*unsentAcquisitions, n)}
+	for i := range n {
+		q.hooks[i] = &unsentAcquisitions{}
+		c := srv.Client(t)
+		c.AddHook(q.hooks[i])
+		l := newLocker(t, c, lock.WithIdentity(fmt.Sprintf("waiter-%d", i)), lock.WithTTL(ttl))
+		q.wg.Go(func() {
+			got, err := l.Acquire(ctx, key)
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			q.mu.Lock()
+			q.order = append(q.order, i)
+			q.mu.Unlock()
+			if err := got.Release(ctx); err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+			}
+		})
+		waitFor(t, 5*time.Second, fmt.Sprintf("waiter %d to queue", i), func() bool {
+			return admin.ZCard(ctx, protocol.LineKey(key)).Val() == int64(i+1)
+		})
+	}
+	q.line = admin.ZRange(ctx, protocol.LineKey(key), 0, -1).Val()
+	return q
+}
+
+// answered is how many of each waiter's acquisitions the server answered
+// so far.
+func (q *queuedWaiters) answered() []int64 {
+	n := make([]int64, len(q.hooks))
+	for i, h := range q.hooks {
+		n[i] = h.answered.Load()
+	}
+	return n
+}
+
+// waitAnsweredSince waits (what, 10 s at most) until the server answered
+// another acquisition of every waiter than since (answered) counted.
+func (q *queuedWaiters) waitAnsweredSince(t *testing.T, since []int64, what string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, what, func() bool {
+		for i, h := range q.hooks {
+			if h.answered.Load() == since[i] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// served waits for every waiter and returns the order they got the key in.
+func (q *queuedWaiters) served() []int {
+	q.wg.Wait()
+	return q.order
 }
 
 // unsentAcquisitions is a go-redis hook that counts acquisitions that
