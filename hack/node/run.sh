@@ -30,6 +30,16 @@ if ! flock -n 9; then
 	flock -w 900 9 || { say "the lock $NODE_LOCK is still held"; exit 1; }
 fi
 
+# The kubelet evicts pods and admits none once its filesystem is nearly
+# full (up.sh: evictionHard 1 %); the scenarios would then time out waiting
+# for pods that never start. Say so at once instead. Images, containers
+# and the control plane take a few GiB.
+mkdir -p "$(dirname "$NODE_DIR")"
+free_kib=$(df -Pk "$(dirname "$NODE_DIR")" | awk 'NR == 2 {print $4}')
+if [ "$free_kib" -lt $((8 * 1024 * 1024)) ]; then
+	cannot "only $((free_kib / 1024 / 1024)) GiB free under $(dirname "$NODE_DIR"), want 8 (the Go build cache is often the largest: go clean -cache)"
+fi
+
 t0=$(date +%s)
 missing=()
 for b in runc:runc /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables conntrack:conntrack; do
