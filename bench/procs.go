@@ -38,7 +38,7 @@ type ProcessLib struct {
 }
 
 // ProcessLibs are the processes scenario's libraries: redlease with its
-// defaults and with WithFIFO, through the lock agent (AgentProcessLibs),
+// defaults, with WithFIFO and with WithTicketOrder, through the lock agent (AgentProcessLibs),
 // and each peer with the tuning that did best in the in-process hand-off
 // (1 ms retries).
 func ProcessLibs() []ProcessLib {
@@ -52,6 +52,9 @@ func redleaseProcessLibs() []ProcessLib {
 		}},
 		{"redlease (FIFO)", FamilyRedlease, "a Locker per process, WithFIFO()", 0, func(c *redis.Client, ttl time.Duration) (*Lib, error) {
 			return NewRedlease("redlease (FIFO)", "", c, lock.WithTTL(ttl), lock.WithFIFO())
+		}},
+		{"redlease (ticket order)", FamilyRedlease, "a Locker per process, WithTicketOrder()", 0, func(c *redis.Client, ttl time.Duration) (*Lib, error) {
+			return NewRedlease("redlease (ticket order)", "", c, lock.WithTTL(ttl), lock.WithTicketOrder())
 		}},
 	}
 }

@@ -22,6 +22,9 @@ func specProblem(spec *v1alpha1.DistributedLockSpec, r *v1alpha1.RedisSpec) stri
 		if spec.FIFO() {
 			return "spec.fairness FIFO needs the waiting line, which Redlock does not have (the line would need a quorum of its own): use Default with Redlock"
 		}
+		if spec.TicketOrder() {
+			return "spec.lineOrder Ticket orders the waiting line, which Redlock does not have: use Clock (or leave it out) with Redlock"
+		}
 		if spec.Semaphore() {
 			return fmt.Sprintf("spec.permits %d needs one Redis deployment: on Redlock a majority of nodes per holder does not bound the holders; use 1 with Redlock", spec.Permits)
 		}

@@ -185,6 +185,8 @@ func TestSpecProblem(t *testing.T) {
 			"found 0"},
 		{"FIFO on a Redlock store", v1alpha1.DistributedLockSpec{Fairness: v1alpha1.FairnessFIFO, Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeRedlock, Addresses: three}},
 			"spec.fairness FIFO needs the waiting line, which Redlock does not have"},
+		{"ticket order on a Redlock store", v1alpha1.DistributedLockSpec{LineOrder: v1alpha1.LineOrderTicket, Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeRedlock, Addresses: three}},
+			"spec.lineOrder Ticket orders the waiting line, which Redlock does not have"},
 		{"FIFO on standalone", v1alpha1.DistributedLockSpec{Fairness: v1alpha1.FairnessFIFO, Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{"a:1"}}}, ""},
 		{"permits on a Redlock store", v1alpha1.DistributedLockSpec{Permits: 3, Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeRedlock, Addresses: three}},
 			"spec.permits 3 needs one Redis deployment"},

@@ -76,6 +76,7 @@ const DefaultTTL = 30 * time.Second
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.failoverQuarantine) || !self.safety.failoverQuarantine || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".safety.failoverQuarantine",reason="FieldValueForbidden",message="the failover quarantine does not apply to Redlock: its nodes are independent masters, with no failover to wait out (use it with Standalone, Replicated, Sentinel or Cluster)"
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.failoverQuarantine) || !self.safety.failoverQuarantine || !has(self.redis) || !(self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']) || (has(self.safety.manageReplicaSettings) && self.safety.manageReplicaSettings && has(self.safety.minReplicasToWrite) && self.safety.minReplicasToWrite >= 1)",fieldPath=".safety.failoverQuarantine",reason="FieldValueInvalid",messageExpression=`'the failover quarantine on ' + self.redis.mode + ' needs the replica guard managed: set safety.manageReplicaSettings true and safety.minReplicasToWrite to the number of replicas (its bound holds only while a master cut off from any replica stops taking writes within minReplicasMaxLag; with fewer required, a partitioned old master that keeps one replica goes on granting)'`,message="the failover quarantine on Replicated, Sentinel or Cluster needs the replica guard managed: set safety.manageReplicaSettings true and safety.minReplicasToWrite to the number of replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.safety) || !has(self.safety.waitForReplicas) || self.safety.waitForReplicas == 0 || !has(self.redis) || self.redis.mode in ['Replicated', 'Sentinel', 'Cluster']",fieldPath=".safety.waitForReplicas",reason="FieldValueForbidden",messageExpression=`'waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode, not ' + self.redis.mode + ' (Standalone and Redlock servers run without replicas)'`,message="waiting for replicas needs replicas: use it with Replicated, Sentinel or Cluster mode (Standalone and Redlock servers run without replicas)"
+// +kubebuilder:validation:XValidation:rule="!has(self.lineOrder) || self.lineOrder != 'Ticket' || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".lineOrder",reason="FieldValueForbidden",message="lineOrder Ticket orders the waiting line, which Redlock does not have: use Clock (or leave it out) with Redlock"
 // +kubebuilder:validation:XValidation:rule="!has(self.fairness) || self.fairness != 'FIFO' || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".fairness",reason="FieldValueForbidden",message="fairness FIFO needs the waiting line, which Redlock does not have (the line would need a quorum of its own): use Default with Redlock"
 // +kubebuilder:validation:XValidation:rule="!has(self.maxHold) || !self.maxHold.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') || (has(self.ttl) && !self.ttl.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$')) || duration(self.maxHold) > duration(has(self.ttl) ? self.ttl : '30s')",fieldPath=".maxHold",messageExpression=`'must be longer than ttl (maxHold %s, ttl %s): the acquisition alone holds the lock for ttl, so a cap no longer than that would never let a renewal happen; shorten ttl instead'.format([self.maxHold, has(self.ttl) ? self.ttl : '30s'])`,message="must be longer than ttl: the acquisition alone holds the lock for ttl, so a cap no longer than that would never let a renewal happen; shorten ttl instead"
 // +kubebuilder:validation:XValidation:rule="!has(self.permits) || self.permits == 1 || !has(self.redis) || self.redis.mode != 'Redlock'",fieldPath=".permits",reason="FieldValueForbidden",message="permits above 1 need one Redis deployment: on Redlock a majority of nodes per holder does not bound the holders (3 nodes, 2 permits: holders {a,b}, {a,c}, {b,c} give three holders a majority each); use 1 with Redlock"
@@ -190,6 +191,19 @@ type DistributedLockSpec struct {
 	// +optional
 	Fairness Fairness `json:"fairness,omitempty"`
 
+	// lineOrder is what orders the key's waiting line. Clock: a waiter's
+	// arrival by the Redis server's clock. Ticket: the next value of the
+	// lock's fence counter, drawn on the server (protocol 7), which no
+	// clock step on the master can reorder and which costs a waiter's
+	// first attempt one Redis command less; fences then have gaps, and
+	// waits no longer record when they began (status.waiting.oldestSince
+	// is then absent, lockctl status shows no wait ages). Set Ticket only
+	// once every pod using the lock runs redlease with protocol 7: an
+	// older pod's waiters, queued by the clock, would be overtaken by
+	// every ticket (docs/upgrading.md). Not with Redlock. Absent ⇒ Clock.
+	// +optional
+	LineOrder LineOrder `json:"lineOrder,omitempty"`
+
 	// permits is how many holders the lock allows at once: 1 is a lock;
 	// more make it a semaphore (a semaphore in the library,
 	// lockctl run with it), whose every holder has a lease of its own and
@@ -215,6 +229,18 @@ const (
 	FairnessDefault Fairness = "Default"
 	// FairnessFIFO gives every free lock to the first in line.
 	FairnessFIFO Fairness = "FIFO"
+)
+
+// LineOrder is what orders a lock's waiting line; see
+// DistributedLockSpec.LineOrder.
+// +kubebuilder:validation:Enum=Clock;Ticket
+type LineOrder string
+
+const (
+	// LineOrderClock orders waiters by the Redis server's clock.
+	LineOrderClock LineOrder = "Clock"
+	// LineOrderTicket orders waiters by tickets from the lock's counter.
+	LineOrderTicket LineOrder = "Ticket"
 )
 
 // LockHolder is the current holder as observed by the controller. It never
@@ -535,6 +561,9 @@ func (s *DistributedLockSpec) FencingEnabled() bool {
 
 // FIFO reports whether spec.fairness asks for strict FIFO.
 func (s *DistributedLockSpec) FIFO() bool { return s.Fairness == FairnessFIFO }
+
+// TicketOrder reports whether spec.lineOrder asks for ticket order.
+func (s *DistributedLockSpec) TicketOrder() bool { return s.LineOrder == LineOrderTicket }
 
 // PermitsOrDefault returns spec.permits, or 1 when it is unset (an object
 // that has not been through the API server).

@@ -45,6 +45,7 @@ type takeFlags struct {
 	ttl         time.Duration
 	maxHold     time.Duration // 0: no cap
 	fifo        bool
+	tickets     bool
 	identity    string
 	metricsAddr string
 	// metrics is where the lock's metrics go (set by takeLock when
@@ -90,6 +91,7 @@ func (f *targetFlags) registerRun(fs *pflag.FlagSet) {
 func (f *targetFlags) registerLease(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.take.ttl, "ttl", lock.DefaultTTL, "with --redis: the lease TTL (a DistributedLock brings its own)")
 	fs.DurationVar(&f.take.maxHold, "max-hold", 0, "with --redis: the longest the lease may be held, renewals included, longer than --ttl; past it the lease is lost (run stops COMMAND and exits 4) however alive lockctl is (default: no cap; a DistributedLock brings its own spec.maxHold)")
+	fs.BoolVar(&f.take.tickets, "ticket-order", false, "with --redis: order the waiting line by ticket from the key's counter, not the server's clock (only once every client of the key speaks protocol 7; a DistributedLock brings its own spec.lineOrder)")
 	fs.BoolVar(&f.take.fifo, "fifo", false, "with --redis: strict FIFO, a free lock always goes to the first in line (a DistributedLock brings its own spec.fairness)")
 	fs.StringVar(&f.take.identity, "identity", "", "holder identity (default: $POD_NAME or hostname, and pid)")
 	fs.StringVar(&f.take.metricsAddr, "metrics-addr", "", "serve the lock's metrics (redlease_lock_*) and the process's at GET /metrics on this address, e.g. :9090, for Prometheus")
@@ -298,6 +300,9 @@ func (t *takeFlags) redisOptions() ([]lock.Option, error) {
 	}
 	if t.fifo {
 		opts = append(opts, lock.WithFIFO())
+	}
+	if t.tickets {
+		opts = append(opts, lock.WithTicketOrder())
 	}
 	if t.maxHold != 0 {
 		// As spec.maxHold's rule: the library would take a cap equal to

@@ -58,7 +58,7 @@ func AcquireAllWaitCall(keys []string, a AcquireArgs) Call {
 
 func acquireAllCall(keys []string, a AcquireArgs, wait bool) Call {
 	k := a.Constants
-	args := append(make([]any, 0, 10+quarantineArgc), valueArg(a.Value, a.ValueArg), k.millis(a.TTL), flag(a.Fencing), k.str(a.Identity), flag(a.Announce),
+	args := append(make([]any, 0, 11+quarantineArgc), valueArg(a.Value, a.ValueArg), k.millis(a.TTL), flag(a.Fencing), k.str(a.Identity), flag(a.Announce),
 		flag(a.FIFO), flag(a.Sharded))
 	switch {
 	case wait:
@@ -66,8 +66,11 @@ func acquireAllCall(keys []string, a AcquireArgs, wait bool) Call {
 	case a.Quarantine.On:
 		args = append(args, "0", "0", "0") // not waiting: no place, no window
 	}
-	if a.Quarantine.On {
+	if a.Quarantine.On || (wait && a.Tickets) {
 		args = a.Quarantine.appendArgv(args)
+	}
+	if wait && a.Tickets {
+		args = append(args, flagOn) // ARGV[13], ticket order
 	}
 	return Call{acquireAllScript, allKeys(keys, suffixesFor(allSuffixes, a.Quarantine)), args}
 }

@@ -44,16 +44,12 @@ func newScript(name string, readOnly bool, body string, uses ...string) *Script 
 }
 
 // newFastScript is newScript with fast, an uncontended path that may
-// return early, placed after the fence piece (the only one it calls) and
-// before the other pieces: run with EVALSHA, the script defines those only
-// when it gets past fast, which is most of what an uncontended call would
-// cost the server. The library's function runs fast first too. uses must
-// start with the fence piece.
+// return early and calls no piece, placed before the pieces: run with
+// EVALSHA, the script defines them only when it gets past fast, which is
+// most of what an uncontended call would cost the server. The library's
+// function runs fast first too.
 func newFastScript(name, fast, body string, uses ...string) *Script {
-	if len(uses) == 0 || uses[0] != fenceSrc {
-		panic("protocol: " + name + "'s fast path needs the fence piece first")
-	}
-	s := buildScript(name, false, uses[0]+fast+strings.Join(uses[1:], "")+body, fast+body)
+	s := buildScript(name, false, fast+strings.Join(uses, "")+body, fast+body)
 	s.fast = fast
 	return s
 }
@@ -70,9 +66,10 @@ func buildScript(name string, readOnly bool, src, body string) *Script {
 func (s *Script) FunctionName() string { return s.function }
 
 // functionPrologue resets the piece variables a script sets,
-// events_sharded (lua/line.lua) and epoch_recorded (lua/epoch.lua): in the
-// library they outlive the call that set them.
-const functionPrologue = "events_sharded = false\nepoch_recorded = nil\n"
+// events_sharded and line_tickets (lua/line.lua), fence_known
+// (lua/fence.lua) and epoch_recorded (lua/epoch.lua): in the library they
+// outlive the call that set them.
+const functionPrologue = "events_sharded = false\nline_tickets = false\nfence_known = nil\nepoch_recorded = nil\n"
 
 // Library is the source of the library (FUNCTION LOAD): the shared pieces,
 // defined once when the library loads, then each script as a function whose

@@ -51,6 +51,8 @@ type mixedKey struct {
 	// value), ttl every lease's TTL (0: 10 s).
 	q   protocol.Quarantine
 	ttl time.Duration
+	// tickets orders the line by ticket in the current protocol's calls.
+	tickets bool
 }
 
 func (m *mixedKey) leaseTTL() time.Duration {
@@ -78,7 +80,7 @@ const mixedWindow = time.Second
 func (m *mixedKey) take(old bool, v string) []int64 {
 	m.t.Helper()
 	args := protocol.AcquireArgs{Value: v, TTL: m.leaseTTL(), Fencing: true, Identity: protocol.IdentityFromValue(v),
-		Place: time.Minute, Queued: true, Window: mixedWindow, Permits: m.permits, Quarantine: m.q}
+		Place: time.Minute, Queued: true, Window: mixedWindow, Permits: m.permits, Quarantine: m.q, Tickets: m.tickets && !old}
 	var cmd *redis.Cmd
 	switch {
 	case old:

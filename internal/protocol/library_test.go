@@ -21,21 +21,15 @@ func TestTheLibraryDefinesEachPieceOnce(t *testing.T) {
 	}
 	for _, s := range scripts {
 		// A fast path (newFastScript) starts the function's body, and
-		// comes right after the fence piece in the script.
+		// the script, before every piece.
 		main := strings.TrimPrefix(s.body, s.fast)
-		if !strings.HasSuffix(s.src, main) {
-			t.Errorf("%s: its script does not end with its body", s.FunctionName())
+		if !strings.HasSuffix(s.src, main) || !strings.HasPrefix(s.src, s.fast) {
+			t.Errorf("%s: its script does not start with its fast path and end with its body", s.FunctionName())
 			continue
 		}
-		rest := strings.TrimSuffix(s.src, main)
-		for i, p := range pieces {
+		rest := strings.TrimSuffix(strings.TrimPrefix(s.src, s.fast), main)
+		for _, p := range pieces {
 			rest = strings.TrimPrefix(rest, p)
-			if i == 0 && s.fast != "" {
-				if !strings.HasPrefix(rest, s.fast) {
-					t.Errorf("%s: its fast path is not right after the fence piece", s.FunctionName())
-				}
-				rest = strings.TrimPrefix(rest, s.fast)
-			}
 		}
 		if rest != "" {
 			t.Errorf("%s: its script prepends Lua that is not the library's pieces, in their order: %.80q", s.FunctionName(), rest)

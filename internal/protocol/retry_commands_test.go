@@ -89,7 +89,7 @@ func TestAMissingRefreshFlagKeepsTheLine(t *testing.T) {
 	args := protocol.AcquireArgs{Value: waiter, TTL: 10 * time.Second, Fencing: true, Identity: "waiter:1",
 		Place: time.Minute, Queued: true, Window: time.Second}
 	argv := args.Argv()
-	argv = argv[:len(argv)-1] // protocol 6's twelve arguments
+	argv = argv[:len(argv)-2] // protocol 6's twelve arguments
 	for i := range 2 {
 		res, err := ints(s.run(protocol.AcquireScript, protocol.AcquireKeys(m.key), argv...))
 		s.must(err)

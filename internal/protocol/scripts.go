@@ -128,15 +128,15 @@ func AcquireKeys(key string) []string { return scriptKeys(key, acquireSuffixes..
 // makes: AcquireKeys and Argv, less the trailing ones the script reads as
 // absent when they hold their defaults (lua/acquire.lua says which). Every
 // argument costs redis-server about 0.07 µs of the call and the client an
-// interface and its bytes: an uncontended TryAcquire sends 2 keys and 6
-// arguments instead of 5 and 12 (docs/benchmarks.md).
+// interface and its bytes: an uncontended TryAcquire sends 2 keys and 3
+// arguments instead of 5 and 14 (docs/benchmarks.md).
 func AcquireCall(key string, a AcquireArgs) Call {
-	nkeys, nargs := 2, 6 // the key and its counter; through Place
+	nkeys, nargs := 2, 3 // the key and its counter; value, TTL and fencing
 	if a.Announce {
-		nkeys = 3 // the events channel
+		nkeys, nargs = 3, 5 // the events channel; the identity announced
 	}
 	if a.Place > 0 || a.Queued || a.FIFO {
-		nkeys = 4 // the line
+		nkeys, nargs = 4, 6 // the line; through Place
 	}
 	if a.Queued {
 		nargs = 7
@@ -152,6 +152,9 @@ func AcquireCall(key string, a AcquireArgs) Call {
 	}
 	if a.LineFresh && a.Queued {
 		nargs = 13 // the "0" that spares the line's PEXPIRE
+	}
+	if a.Tickets && nkeys >= 4 {
+		nargs = 14 // ticket order, read only by an attempt that may join the line
 	}
 	if !a.FIFO {
 		a.Window = 0 // read by FIFO only: boxed as 0, it costs no allocation
@@ -226,26 +229,31 @@ type AcquireArgs struct {
 	// value, and what a protocol-6 client's missing argument reads as)
 	// keeps the line Place longer on every attempt.
 	LineFresh bool
+	// Tickets orders the key's line by ticket (protocol 7): a waiter's
+	// arrival is the next value of the key's counter rather than the
+	// server's clock (lua/line.lua's line_tickets). False (the zero value,
+	// and what a missing argument reads as) orders it by the clock.
+	Tickets bool
 }
 
 // Argv is the ARGV of AcquireScript.
 func (a AcquireArgs) Argv() []any {
-	return append(a.Quarantine.appendArgv(append(a.common(1), flag(a.Sharded))), flag(!a.LineFresh))
+	return append(a.Quarantine.appendArgv(append(a.common(1), flag(a.Sharded))), flag(!a.LineFresh), flag(a.Tickets))
 }
 
 // PermitArgv is the ARGV of AcquirePermitScript: Argv's with Permits
 // before Sharded.
 func (a AcquireArgs) PermitArgv() []any {
-	return append(a.Quarantine.appendArgv(append(a.common(2), a.Permits, flag(a.Sharded))), flag(!a.LineFresh))
+	return append(a.Quarantine.appendArgv(append(a.common(2), a.Permits, flag(a.Sharded))), flag(!a.LineFresh), flag(a.Tickets))
 }
 
 // common is the arguments Argv and PermitArgv share, in a slice with room
 // for the extra arguments each appends, the quarantine's and the line's
-// refresh flag: one allocation per attempt.
+// two flags: one allocation per attempt.
 func (a AcquireArgs) common(extra int) []any {
 	const n = 9
 	k := a.Constants
-	return append(make([]any, 0, n+extra+quarantineArgc+1), valueArg(a.Value, a.ValueArg), k.millis(a.TTL), flag(a.Fencing), k.str(a.Identity), flag(a.Announce),
+	return append(make([]any, 0, n+extra+quarantineArgc+2), valueArg(a.Value, a.ValueArg), k.millis(a.TTL), flag(a.Fencing), k.str(a.Identity), flag(a.Announce),
 		k.millis(a.Place), flag(a.Queued), flag(a.FIFO), k.millis(a.Window))
 }
 

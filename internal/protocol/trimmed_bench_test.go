@@ -11,8 +11,8 @@ import (
 
 // BenchmarkTrimmedAgainstFullCalls: an uncontended acquire+release (fencing
 // on, no waiting, no quarantine) as AcquireCall and Release send it (2 keys
-// and 6 arguments, then 4 and 2) on one server and with every key and
-// argument (5 and 12, then 5 and 7) on another, one cycle on each per
+// and 3 arguments, then 4 and 2) on one server and with every key and
+// argument (5 and 14, then 5 and 7) on another, one cycle on each per
 // iteration, so that whatever else the machine does lands on both. Reports
 // each server's command time per cycle (INFO commandstats). Run it pinned
 // (taskset -c 0) for CPU costs; with -protocol.functions for FCALL.

@@ -27,22 +27,23 @@ import (
 // messages, on plain or sharded pub/sub. A script that read a left-out
 // argument where it matters would fail here: a missing place, window or
 // channel errors, a missing flag or cutoff changes a reply, the state or a
-// message.
+// message. Ticket order is one of the options: the two keys' counters
+// start alike, so their tickets are alike too.
 func TestTrimmedCallsActLikeFullOnes(t *testing.T) {
 	s := newServer(t)
 	plain := s.c.PSubscribe(s.ctx, "*")
 	t.Cleanup(func() { _ = plain.Close() })
 	quarantines := []protocol.Quarantine{{}, {On: true, Cutoff: time.Second}, {On: true, Cutoff: time.Second, MissingWaits: true}}
-	for c := range len(quarantines) << 6 {
+	for c := range len(quarantines) << 7 {
 		bit := func(i int) bool { return c&(1<<i) != 0 }
 		a := protocol.AcquireArgs{TTL: 10 * time.Second, Fencing: bit(0), Identity: "pod-a:1", Announce: bit(1),
-			Queued: bit(2), FIFO: bit(3), Window: time.Second, Sharded: bit(4), Quarantine: quarantines[c>>6]}
+			Queued: bit(2), FIFO: bit(3), Window: time.Second, Sharded: bit(4), Quarantine: quarantines[c>>7], Tickets: bit(6)}
 		if bit(5) {
 			a.Place = time.Minute
 		}
 		r := protocol.ReleaseArgs{Window: time.Second, Announce: a.Announce, Sharded: a.Sharded, TTL: a.TTL, Quarantine: a.Quarantine}
-		name := fmt.Sprintf("fencing=%v announce=%v queued=%v fifo=%v sharded=%v place=%v quarantine=%+v",
-			a.Fencing, a.Announce, a.Queued, a.FIFO, a.Sharded, a.Place, a.Quarantine)
+		name := fmt.Sprintf("fencing=%v announce=%v queued=%v fifo=%v sharded=%v place=%v tickets=%v quarantine=%+v",
+			a.Fencing, a.Announce, a.Queued, a.FIFO, a.Sharded, a.Place, a.Tickets, a.Quarantine)
 		trimmed, full := fmt.Sprintf("trimmed-%d", c), fmt.Sprintf("full-%d", c)
 		// The same counter on both keys: the same fences.
 		s.must(s.c.Set(s.ctx, protocol.FenceKey(trimmed), 1000, 0).Err())

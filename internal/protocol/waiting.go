@@ -35,7 +35,8 @@ type Waiter struct {
 	// library did not write.
 	Identity string
 	// Since is when it queued (the server's clock); zero when its arrival
-	// is lost (a semaphore's waiter put back at the head of the line).
+	// is lost (a semaphore's waiter put back at the head of the line) or
+	// was never kept (it queued by ticket, lua/line.lua's line_tickets).
 	Since time.Time
 }
 

@@ -88,6 +88,7 @@ type target struct {
 	maxHold     time.Duration // spec.maxHold; 0: no cap
 	fencing     bool
 	fifo        bool // spec.fairness FIFO
+	tickets     bool // spec.lineOrder Ticket
 	replicaAcks int
 	permits     int // spec.permits: above 1, a semaphore
 	// quarantine is status.failoverQuarantine: the failover quarantine's
@@ -166,7 +167,7 @@ func checkReady(dl *v1alpha1.DistributedLock) error {
 // filled in.
 func leaseSettings(dl *v1alpha1.DistributedLock) target {
 	spec := &dl.Spec
-	t := target{ttl: spec.TTLOrDefault(), fencing: spec.FencingEnabled(), fifo: spec.FIFO(), permits: spec.PermitsOrDefault()}
+	t := target{ttl: spec.TTLOrDefault(), fencing: spec.FencingEnabled(), fifo: spec.FIFO(), tickets: spec.TicketOrder(), permits: spec.PermitsOrDefault()}
 	t.renew = lock.DefaultRenewInterval(t.ttl)
 	if spec.RenewInterval != nil {
 		t.renew = spec.RenewInterval.Duration
@@ -192,8 +193,8 @@ func (t target) fingerprint() string {
 	if t.quarantine != nil {
 		quarantine = t.quarantine.String()
 	}
-	_, _ = fmt.Fprintf(h, "%q|%s|%q|%+v|%d|%s|%s|%v|%v|%v|%v|%d|%v|%d|%s", t.key, t.conn.Mode, t.conn.Addresses, t.conn.Sentinel, t.conn.DB,
-		redisconn.Credentials{TLS: t.servers.TLS}.Fingerprint(), t.sentinels.Fingerprint(), t.ttl, t.renew, t.maxHold, t.fencing, t.replicaAcks, t.fifo, t.permits, quarantine)
+	_, _ = fmt.Fprintf(h, "%q|%s|%q|%+v|%d|%s|%s|%v|%v|%v|%v|%d|%v|%v|%d|%s", t.key, t.conn.Mode, t.conn.Addresses, t.conn.Sentinel, t.conn.DB,
+		redisconn.Credentials{TLS: t.servers.TLS}.Fingerprint(), t.sentinels.Fingerprint(), t.ttl, t.renew, t.maxHold, t.fencing, t.replicaAcks, t.fifo, t.tickets, t.permits, quarantine)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -217,6 +218,9 @@ func (t target) connect(opts []lock.Option, source redisconn.CredentialsSource) 
 	}
 	if t.fifo {
 		base = append(base, lock.WithFIFO())
+	}
+	if t.tickets {
+		base = append(base, lock.WithTicketOrder())
 	}
 	if t.maxHold > 0 {
 		base = append(base, lock.WithMaxHold(t.maxHold))

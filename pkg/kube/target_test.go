@@ -194,6 +194,7 @@ func TestFingerprint(t *testing.T) {
 		{"maxHold", func(t *target) { t.maxHold = time.Hour }, true},
 		{"waitForReplicas", func(t *target) { t.replicaAcks = 1 }, true},
 		{"fairness", func(t *target) { t.fifo = true }, true},
+		{"line order", func(t *target) { t.tickets = true }, true},
 		{"permits", func(t *target) { t.permits = 3 }, true},
 		{"failover quarantine", func(t *target) { cutoff := time.Duration(0); t.quarantine = &cutoff }, true},
 	} {
@@ -218,6 +219,13 @@ func TestLeaseSettings(t *testing.T) {
 	dl.Spec.Fairness = v1alpha1.FairnessFIFO
 	if !leaseSettings(dl).fifo {
 		t.Error("spec.fairness FIFO did not make a FIFO Locker")
+	}
+	if leaseSettings(dl).tickets {
+		t.Error("spec.lineOrder unset made a Locker with ticket order")
+	}
+	dl.Spec.LineOrder = v1alpha1.LineOrderTicket
+	if !leaseSettings(dl).tickets {
+		t.Error("spec.lineOrder Ticket did not make a Locker with ticket order")
 	}
 	if got := leaseSettings(dl).permits; got != 1 {
 		t.Errorf("permits unset: %d, want 1 (a lock)", got)

@@ -147,7 +147,7 @@ func (s *single) acquireAll(ctx context.Context, keys []string, c claim) (protoc
 	value := c.value
 	args := protocol.AcquireArgs{Value: value, TTL: s.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
 		FIFO: s.fifo, Sharded: s.sharded, Constants: s.constants, ValueArg: c.valueArg, Place: c.place, Queued: c.queued, Window: s.window,
-		Quarantine: s.quarantine}
+		Quarantine: s.quarantine, Tickets: s.tickets}
 	call := protocol.AcquireAllCall(keys, args)
 	if c.place > 0 {
 		call = protocol.AcquireAllWaitCall(keys, args)

@@ -29,7 +29,8 @@ type Waiter struct {
 	// write.
 	Identity string
 	// Since is when it queued (the server's clock); zero when its arrival
-	// was lost (a semaphore's waiter put back at the head of the line).
+	// was lost (a semaphore's waiter put back at the head of the line) or
+	// never kept (it queued by ticket: WithTicketOrder).
 	Since time.Time
 	// Waited is how long it had waited when the line was read, on the
 	// server's clock; 0 when Since is zero.

@@ -165,8 +165,9 @@ func scriptsPerAcquisition(ctx context.Context, t *testing.T, admin *redis.Clien
 }
 
 // Waiters get the key in the order they queued, and a holder that releases
-// and asks again at once queues behind them: by default and with WithFIFO.
-// Without the line the releaser, fastest to ask, took the key again.
+// and asks again at once queues behind them: by default and with WithFIFO,
+// the line ordered by the clock or by ticket (WithTicketOrder). Without
+// the line the releaser, fastest to ask, took the key again.
 func TestTheLineHandsTheKeyInArrivalOrder(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -174,6 +175,8 @@ func TestTheLineHandsTheKeyInArrivalOrder(t *testing.T) {
 	}{
 		{"default", nil},
 		{"FIFO", []lock.Option{lock.WithFIFO()}},
+		{"ticket order", []lock.Option{lock.WithTicketOrder()}},
+		{"ticket order, FIFO", []lock.Option{lock.WithTicketOrder(), lock.WithFIFO()}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, _ := startRedis(t)

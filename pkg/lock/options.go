@@ -26,6 +26,7 @@ type config struct {
 	replicaWait   time.Duration
 	fencing       bool
 	fifo          bool
+	tickets       bool
 	announce      bool
 	clock         Clock
 	logger        logr.Logger
@@ -135,6 +136,25 @@ func WithFencing(enabled bool) Option { return func(c *config) { c.fencing = ena
 // only a key freed by expiry (its holder died) goes to whoever asks first.
 // FIFO costs a look at the line on every acquisition. Not with NewRedlock.
 func WithFIFO() Option { return func(c *config) { c.fifo = true } }
+
+// WithTicketOrder orders the key's waiting line by ticket (protocol 7):
+// a waiter's arrival is the next value of the key's fence counter, drawn
+// on the server, instead of the server's clock. The counter is replicated
+// with the line and never goes back within one server history, where a
+// clock step on the master reorders waiters scored by the clock; and a
+// waiter's first attempt runs one command less (INCR in place of TIME and
+// the counter's GET). The cost: fences have gaps (consumers rely only on
+// their order, pkg/fence), and a waiter's arrival time is no longer kept
+// (Inspect's Waiter.Since is zero, status.waiting.oldestSince absent).
+//
+// Default off: the line by the clock. Turn it on only once every client
+// of the key speaks protocol 7 (every pod runs this release or later,
+// docs/upgrading.md): a ticket sorts below every clock arrival, so an
+// older client's waiters would be overtaken by every new one. A waiter
+// with this option that finds its place scored by the clock (it queued
+// before the switch) is given a ticket at the back of the line then, not
+// left behind every later ticket. Not with NewRedlock (no waiting line).
+func WithTicketOrder() Option { return func(c *config) { c.tickets = true } }
 
 // WithHolderMessages publishes "acquired <identity>" on the key's events
 // channel at every acquisition, and "released" when a release leaves the

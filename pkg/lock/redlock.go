@@ -40,6 +40,9 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	if cfg.fifo {
 		return nil, invalidConfig("WithFIFO does not apply to Redlock: its waiting line would need a quorum of its own")
 	}
+	if cfg.tickets {
+		return nil, invalidConfig("WithTicketOrder does not apply to Redlock: its waiters have no line")
+	}
 	if cfg.quarantine.On {
 		return nil, invalidConfig("WithFailoverQuarantine does not apply to Redlock: its nodes are independent masters, with no failover to wait out")
 	}

@@ -77,6 +77,7 @@ func TestNewRedlockRefusesBadNodeSets(t *testing.T) {
 		{"the same client twice", []redis.UniversalClient{a, b, a}, nil},
 		{"the same address twice", []redis.UniversalClient{a, b, aAgain}, nil},
 		{"replica ack", []redis.UniversalClient{a, b, c}, []lock.Option{lock.WithReplicaAck(1, time.Second)}},
+		{"ticket order", []redis.UniversalClient{a, b, c}, []lock.Option{lock.WithTicketOrder()}},
 		{"node timeout above ttl", []redis.UniversalClient{a, b, c}, []lock.Option{lock.WithTTL(time.Second), lock.WithNodeTimeout(2 * time.Second)}},
 	} {
 		if _, err := lock.NewRedlock(tt.clients, tt.opts...); !errors.Is(err, lock.ErrInvalidConfig) {

@@ -18,11 +18,19 @@ import (
 // contender is a Locker of its own on a client of its own. Naive variants
 // this fails: a reader that ignores the queued writer (the third reader
 // gets in), a release that hands the key to the writer while a reader
-// remains (the writer holds before the second reader lets go).
+// remains (the writer holds before the second reader lets go). The line
+// ordered by the clock and by ticket (WithTicketOrder).
 func TestSharedHoldsKeepTheWriterOutAndTakeTurnsWithIt(t *testing.T) {
+	t.Run("clock order", func(t *testing.T) { writerAndReadersTakeTurns(t) })
+	t.Run("ticket order", func(t *testing.T) { writerAndReadersTakeTurns(t, lock.WithTicketOrder()) })
+}
+
+// writerAndReadersTakeTurns is TestSharedHoldsKeepTheWriterOutAndTakeTurnsWithIt
+// with Lockers made with opts.
+func writerAndReadersTakeTurns(t *testing.T, opts ...lock.Option) {
 	srv, admin := startRedis(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	ls := separateLockers(t, srv.Addr(), 5, lock.WithTTL(10*time.Second))
+	ls := separateLockers(t, srv.Addr(), 5, append([]lock.Option{lock.WithTTL(10 * time.Second)}, opts...)...)
 	r1, err := ls[0].TryAcquireShared(ctx, "catalog")
 	if err != nil {
 		t.Fatal(err)

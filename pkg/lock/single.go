@@ -21,6 +21,7 @@ type single struct {
 	announce bool // "acquired" messages
 	released bool // "released" messages
 	fifo     bool
+	tickets  bool // WithTicketOrder
 	// sharded: a ClusterClient, whose keys' messages go out on sharded
 	// pub/sub (the scripts fall back to plain pub/sub on servers without
 	// it; the subscriptions do the same, see events).
@@ -64,7 +65,7 @@ func newSingle(client redis.UniversalClient, c *config) (*single, error) {
 	}
 	stopCtx, stop := context.WithCancel(context.Background())
 	_, sharded := client.(*redis.ClusterClient)
-	s := &single{client: client, identity: c.identity, fencing: c.fencing, announce: c.announce, released: c.announce, fifo: c.fifo, sharded: sharded,
+	s := &single{client: client, identity: c.identity, fencing: c.fencing, announce: c.announce, released: c.announce, fifo: c.fifo, tickets: c.tickets, sharded: sharded,
 		window: c.handoffWindow(), acks: c.replicaAcks, ackTimeout: c.replicaWait, ttl: c.ttl, quarantine: c.quarantine,
 		giveBackTimeout: min(c.ttl, c.closeTimeout), calls: protocol.NewCaller(c.functions), stopCtx: stopCtx, stop: stop,
 		constants: protocol.NewConstants(c.ttl, c.handoffWindow(), c.place(), c.identity)}
@@ -124,7 +125,7 @@ func (s *single) countsHandOffs() bool { return s.acks == 0 }
 func (s *single) acquire(ctx context.Context, t target, c claim) (attempt, error) {
 	key, value := t.key, c.value
 	args := protocol.AcquireArgs{Value: value, TTL: c.ttl, Fencing: s.fencing, Identity: s.identity, Announce: s.announce,
-		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits, Sharded: s.sharded, Quarantine: s.quarantine, LineFresh: c.lineFresh, Constants: s.constants,
+		Place: c.place, Queued: c.queued, FIFO: s.fifo, Window: s.window, Permits: t.permits, Sharded: s.sharded, Quarantine: s.quarantine, LineFresh: c.lineFresh, Tickets: s.tickets, Constants: s.constants,
 		ValueArg: c.valueArg}
 	var call protocol.Call
 	switch {

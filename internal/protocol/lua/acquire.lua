@@ -10,13 +10,16 @@
 -- ARGV[11] the failover quarantine's cutoff (ms; '' for no quarantine),
 -- ARGV[12] "1" when a missing epoch record is a loss (protocol 5),
 -- ARGV[13] "0" when a waiter keeping its place need not keep the line
--- longer (protocol 7: lua/line.lua's line_join; missing reads as "keep").
+-- longer (protocol 7: lua/line.lua's line_join; missing reads as "keep"),
+-- ARGV[14] "1" to order the line by ticket (protocol 7: lua/line.lua's
+-- line_tickets; missing reads as the clock).
 -- A caller leaves out trailing KEYS and ARGV that hold their defaults
--- (protocol.AcquireCall): KEYS[3] when it does not announce, KEYS[4] when
--- it neither queues nor is FIFO, KEYS[5] and ARGV[11..12] without a
--- quarantine, ARGV[9] without FIFO, the flags ARGV[7], [8] and [10]
--- when off, and ARGV[13] when it keeps the line. So this script reads
--- each of them only where it matters, and a missing flag as its default.
+-- (protocol.AcquireCall): KEYS[3] and ARGV[4..5] when it does not
+-- announce, KEYS[4] and ARGV[6] when it neither queues nor is FIFO,
+-- KEYS[5] and ARGV[11..12] without a quarantine, ARGV[9] without FIFO,
+-- the flags ARGV[7], [8] and [10] when off, ARGV[13] when it keeps the
+-- line, and ARGV[14] by the clock. So this script reads each of them only
+-- where it matters, and a missing flag or place as its default.
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, pttl,
 -- counter, quarantine, history, recorded} when not (pttl -1: the key has no TTL; a
 -- semaphore holding the key: when its last permit expires; counter: the
@@ -36,8 +39,9 @@
 -- (protocol 7).
 local key, counter, channel, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value, ttl = ARGV[1], ARGV[2]
-local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
+local place, queued, fifo = tonumber(ARGV[6] or '0'), ARGV[7] == '1', ARGV[8] == '1'
 local refresh = ARGV[13] ~= '0'
+line_tickets = ARGV[14] == '1'
 events_sharded = ARGV[10] == '1'
 local cutoff = tonumber(ARGV[11] or '')
 local held_back = epoch_check(KEYS[5], tonumber(ttl), cutoff, ARGV[12] == '1', false)
@@ -46,6 +50,17 @@ local held_back = epoch_check(KEYS[5], tonumber(ttl), cutoff, ARGV[12] == '1', f
 local function taken()
   epoch_granted(KEYS[5], tonumber(ttl), cutoff)
   return lease_taken(ARGV, counter, channel, function() redis.call('DEL', key) end)
+end
+
+-- The fast path took the key, and its INCR needs fence_checked: a new
+-- counter to start at the clock, or an error (the key is given back).
+if fast_fence ~= nil then
+  local fence, err = fence_checked(counter, fast_fence)
+  if not fence then
+    redis.call('DEL', key)
+    return err
+  end
+  return {1, fence}
 end
 
 -- held: SET NX is not to be tried, the key having been seen held (by
@@ -66,7 +81,7 @@ end
 if held_back > 0 then
   -- A failover quarantine: nothing is granted. A waiter keeps its place
   -- past the quarantine's end, when it tries again.
-  if place > 0 then line_join(line, value, place + held_back, queued, true) end
+  if place > 0 then line_join(line, value, place + held_back, queued, true, false, counter) end
   return fence_not_acquired(counter, math.max(redis.call('PTTL', key), held_back), held_back, epoch_recorded)
 end
 -- Strict FIFO: a free key goes to the head of the line, not to the caller,
@@ -86,5 +101,5 @@ if not handed and not held and redis.call('SET', key, value, 'NX', 'PX', ttl) th
   if queued then redis.call('ZREM', line, value) end
   return taken()
 end
-if place > 0 then line_join(line, value, place, queued, refresh) end
+if place > 0 then line_join(line, value, place, queued, refresh, false, counter) end
 return fence_not_acquired(counter, redis.call('PTTL', key), 0, epoch_recorded)

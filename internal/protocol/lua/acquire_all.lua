@@ -12,7 +12,10 @@
 -- place (ms; missing or 0: do not wait), ARGV[9] "1" when the value may
 -- be in the lines already, ARGV[10] hand-off window (ms), ARGV[11] the
 -- failover quarantine's cutoff (ms; missing: no quarantine), ARGV[12] "1"
--- when a missing epoch record is a loss (lua/epoch.lua). Under a
+-- when a missing epoch record is a loss (lua/epoch.lua), ARGV[13] "1" to
+-- order the lines by ticket (lua/line.lua's line_tickets: each key's
+-- arrival is then a ticket from its own counter; one script draws them
+-- all, so every line still orders two callers alike). Under a
 -- quarantine KEYS are five per lock key, the fifth its epoch record: a key
 -- whose server changed holds the whole set back (nothing is granted or
 -- reserved) until the quarantine ends, and a grant records the TTL on
@@ -36,6 +39,7 @@
 local value = ARGV[1]
 local place, queued, window = tonumber(ARGV[8] or '0'), ARGV[9] == '1', ARGV[10]
 events_sharded = ARGV[7] == '1'
+line_tickets = ARGV[13] == '1'
 local cutoff = tonumber(ARGV[11] or '')
 local per = cutoff and 5 or 4
 local n = #KEYS / per
@@ -116,11 +120,8 @@ if place > 0 then
     if lock_value(key) == mine then
       redis.call('PEXPIRE', key, window) -- a reservation kept while the caller waits
     else
-      if not (queued and redis.call('ZSCORE', line, value)) then
-        if not arrival then
-          local t = redis.call('TIME')
-          arrival = t[1] .. string.rep('0', 6 - #t[2]) .. t[2] .. '.25'
-        end
+      if not (queued and line_kept(line, value, of(i, 2), '.25')) then
+        if not arrival or line_tickets then arrival = line_arrival(of(i, 2), '.25') end
         redis.call('ZADD', line, 'NX', arrival, value)
       end
       redis.call('PEXPIRE', line, place)

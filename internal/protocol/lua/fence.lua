@@ -9,9 +9,10 @@
 -- outside [1, 2^53 - 1] (a counter someone else wrote) is taken back with
 -- DECR, leaving the counter as it was, and refused. A counter that is not
 -- an integer fails INCR, which changes nothing.
--- Returns the token, or nil and an error reply.
-local function next_fence(counter)
-  local fence = redis.pcall('INCR', counter)
+-- Returns the token, or nil and an error reply. fence_checked is its part
+-- after the INCR, given INCR's reply (lua/acquire_fast.lua runs the INCR
+-- before this piece is defined).
+local function fence_checked(counter, fence)
   if type(fence) == 'table' then return nil, fence end
   if fence == 1 then
     local t = redis.call('TIME')
@@ -24,6 +25,10 @@ local function next_fence(counter)
       ' is not an integer below 2^53-1; fix or delete it (the controller raises it back to its floor)')
   end
   return fence
+end
+
+local function next_fence(counter)
+  return fence_checked(counter, redis.pcall('INCR', counter))
 end
 
 
@@ -71,11 +76,16 @@ local function fence_history()
   return string.match(info, 'master_replid:(%x+)') or ''
 end
 
+-- fence_known is the counter as this script last read or drew it for the
+-- waiting line (lua/line.lua's line_join under ticket order), nil when it
+-- did neither: a "not acquired" reply then reports it without another GET.
+local fence_known = nil
+
 -- fence_not_acquired is a "not acquired" reply (protocol 6): {0, ms, the
 -- counter as this attempt saw it, the ms left of a failover quarantine
 -- (0: none), the counter's history, the longest TTL the key's epoch
 -- record holds (lua/epoch.lua; 0 without the quarantine)}. ms is the
 -- holder's PTTL for a lock, the time until a permit frees for a semaphore.
 local function fence_not_acquired(counter, ms, held_back, recorded)
-  return {0, ms, fence_seen(counter), held_back or 0, fence_history(), recorded or 0}
+  return {0, ms, fence_known or fence_seen(counter), held_back or 0, fence_history(), recorded or 0}
 end

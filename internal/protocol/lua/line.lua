@@ -1,9 +1,10 @@
 -- The waiting line of a lock or semaphore (protocols 2 and 7; prepended to the
 -- acquire and release scripts by internal/protocol/scripts.go).
 --
--- LINE is a sorted set of waiters' lock values by arrival (the server's
--- clock in microseconds when the value first queued). The line expires
--- as a whole when no waiter has tried again for a place's length; a waiter
+-- LINE is a sorted set of waiters' lock values by arrival: the server's
+-- clock in microseconds when the value first queued, or under ticket order
+-- (line_tickets) the key's counter as the value's first attempt drew it.
+-- The line expires as a whole when no waiter has tried again for a place's length; a waiter
 -- that died in it is handed the key (or a permit) once, for the hand-off
 -- window only, and so costs the others that window once.
 
@@ -35,6 +36,53 @@ local function events_publish(channel, msg)
   return sent
 end
 
+-- line_tickets is set by a script whose caller orders the line by ticket
+-- (protocol 7's switch: lock.WithTicketOrder, spec.lineOrder Ticket): a
+-- new waiter's arrival is then the next value of the key's counter (the
+-- fence counter, lua/fence.lua's next_fence), not the server's clock. The
+-- counter is replicated with the line and only goes up within a history,
+-- where a clock can step back; and the INCR that draws the ticket also
+-- tells the attempt the counter it saw, where the clock's order needs TIME
+-- and a GET. Fences then have gaps. Off (the clock) until every client of
+-- the lock speaks protocol 7: a ticket is far below any clock arrival, so
+-- waiters that queued by the clock would be overtaken by every ticket.
+local line_tickets = false
+
+-- line_arrival is a new waiter's score in a line whose counter is counter,
+-- with kind after it ('', or a shared or multi-key waiter's fraction,
+-- lua/shared.lua): a ticket under line_tickets (and fence_known is then
+-- the ticket: any hand-off after it counts higher), else the server's
+-- clock in µs, as before ticket order and when the counter is not an
+-- integer.
+local function line_arrival(counter, kind)
+  if line_tickets and counter then
+    local ticket = next_fence(counter)
+    if ticket then
+      fence_known = ticket
+      return string.format('%.0f', ticket) .. kind
+    end
+  end
+  local t = redis.call('TIME')
+  return t[1] .. string.rep('0', 6 - #t[2]) .. t[2] .. kind
+end
+
+-- line_kept is value's place in line, looked up: nil when it has none.
+-- Under ticket order a place scored above the counter (a ticket is at
+-- most the counter plus its kind's fraction) (fence_known, read
+-- here for the reply) was scored by the clock before the lock switched,
+-- and would stay behind every ticket drawn since: it is scored again with
+-- a ticket, at the back of today's line, so a waiter that queued before
+-- the switch waits no longer than one that queues now.
+local function line_kept(line, value, counter, kind)
+  local score = redis.call('ZSCORE', line, value)
+  if not score or not (line_tickets and counter) then return score end
+  fence_known = fence_seen(counter)
+  if fence_known >= 0 and tonumber(score) >= fence_known + 1 then
+    redis.call('ZADD', line, 'XX', line_arrival(counter, kind), value)
+  end
+  return score
+end
+
 -- line_join queues value, or keeps its place (and arrival). The line is
 -- kept for keep ms more when value joins, and when refresh is set.
 -- queued says value may be in the line already (the caller's flag): a
@@ -44,15 +92,15 @@ end
 -- ZSCORE, and a PEXPIRE only when it asks (protocol 7: a waiter refreshes
 -- the line at least every half TTL, and the line is kept for two TTLs and
 -- a hand-off window), where protocol 6 ran TIME, ZADD and PEXPIRE.
--- shared marks a shared waiter: its arrival is scored with a half µs more
--- (lua/shared.lua).
-local function line_join(line, value, keep, queued, refresh, shared)
-  if queued and redis.call('ZSCORE', line, value) then
+-- shared marks a shared waiter: its arrival is scored with a half more
+-- (lua/shared.lua). counter is the key's counter, for ticket order.
+local function line_join(line, value, keep, queued, refresh, shared, counter)
+  local kind = shared and '.5' or ''
+  if queued and line_kept(line, value, counter, kind) then
     if refresh then redis.call('PEXPIRE', line, keep) end
     return
   end
-  local t = redis.call('TIME')
-  redis.call('ZADD', line, 'NX', t[1] .. string.rep('0', 6 - #t[2]) .. t[2] .. (shared and '.5' or ''), value)
+  redis.call('ZADD', line, 'NX', line_arrival(counter, kind), value)
   redis.call('PEXPIRE', line, keep)
 end
 

@@ -9,7 +9,8 @@
 -- hand-off window ms), ARGV[10] the number of permits, ARGV[11] "1" on
 -- Redis Cluster (messages on sharded pub/sub), ARGV[12] and ARGV[13] the
 -- failover quarantine's, as lua/acquire.lua's ARGV[11] and ARGV[12],
--- ARGV[14] as lua/acquire.lua's ARGV[13] (protocol 7)
+-- ARGV[14] and ARGV[15] as lua/acquire.lua's ARGV[13] and ARGV[14]
+-- (protocol 7)
 -- Returns {1, fence} when acquired (fence 0 without fencing), {0, ms,
 -- counter, quarantine, history, recorded} when not (lua/fence.lua's
 -- fence_not_acquired): ms until enough permits expire for one to be free
@@ -23,9 +24,10 @@ local place, queued, fifo = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8] == '1'
 local window, permits = tonumber(ARGV[9]), tonumber(ARGV[10])
 events_sharded = ARGV[11] == '1'
 local refresh = ARGV[14] ~= '0'
+line_tickets = ARGV[15] == '1'
 
 if permits_other_kind(key) then
-  if place > 0 then line_join(line, value, place, queued, refresh) end
+  if place > 0 then line_join(line, value, place, queued, refresh, false, counter) end
   return fence_not_acquired(counter, redis.call('PTTL', key))
 end
 local cutoff = tonumber(ARGV[12] or '')
@@ -67,7 +69,7 @@ end
 if held_back > 0 then
   -- A failover quarantine: nothing is granted; a waiter keeps its place
   -- past the quarantine's end, when it tries again.
-  if place > 0 then line_join(line, value, place + held_back, queued, true) end
+  if place > 0 then line_join(line, value, place + held_back, queued, true, false, counter) end
   return fence_not_acquired(counter, held_back, held_back, epoch_recorded)
 end
 -- Strict FIFO: free permits go to the head of the line first, not to the
@@ -89,7 +91,7 @@ if count < permits then
   return taken()
 end
 if handed then permits_expire(key, holders, now) end
-if place > 0 then line_join(line, value, place, queued, refresh) end
+if place > 0 then line_join(line, value, place, queued, refresh, false, counter) end
 -- count - permits + 1 entries must expire before one permit is free.
 local nth = redis.call('ZRANGE', key, count - permits, count - permits, 'WITHSCORES')[2]
 return fence_not_acquired(counter, tonumber(nth) - now, 0, epoch_recorded)

@@ -36,7 +36,11 @@ end
 -- when nobody waits). ZCARD counts a
 -- line of any length in O(1); only n members are read. An arrival of 0 is
 -- a waiter put back at the head with its arrival lost (a semaphore whose
--- permits were lowered): it is listed first, and oldest skips it. {} when
+-- permits were lowered): it is listed first, and oldest skips it. So is a
+-- ticket (lua/line.lua's line_tickets): a score of at most the counter
+-- (plus a kind's fraction) says where a waiter stands, not when it came,
+-- and is listed with an arrival of 0; a clock's arrival is far above the
+-- counter, which started at the clock when the key first counted. {} when
 -- a line cannot be read (a controller user whose ACL predates ZCARD, a
 -- line key of another type): the holder is still read.
 local function waiting(n)
@@ -51,9 +55,10 @@ local function waiting(n)
   end
   if count == 0 then return {0, '', '', {}} end
   local oldest, shown = nil, {}
+  local known = (tonumber(fence) or 0) + 1
   for i = 5, 6 do
     if counts[i] > 0 then
-      local first = redis.pcall('ZRANGEBYSCORE', KEYS[i], '(0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      local first = redis.pcall('ZRANGEBYSCORE', KEYS[i], string.format('%.0f', known), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
       if first['err'] then return {} end
       if first[2] and (not oldest or tonumber(first[2]) < oldest) then oldest = tonumber(first[2]) end
       if n > 0 then
@@ -67,7 +72,7 @@ local function waiting(n)
   local flat = {}
   for i = 1, math.min(#shown, n) do
     flat[#flat + 1] = string.sub(shown[i][1], 1, most)
-    flat[#flat + 1] = string.format('%.0f', shown[i][2])
+    flat[#flat + 1] = shown[i][2] >= known and string.format('%.0f', shown[i][2]) or '0'
   end
   local t = redis.call('TIME')
   return {count, t[1] .. string.rep('0', 6 - #t[2]) .. t[2], oldest and string.format('%.0f', oldest) or '', flat}

@@ -18,12 +18,13 @@ local place, queued, window = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[9]
 events_sharded = ARGV[10] == '1'
 local cutoff = tonumber(ARGV[11] or '')
 local refresh = ARGV[13] ~= '0'
+line_tickets = ARGV[14] == '1'
 
 -- wait queues the caller as a shared waiter (or keeps its place) and
 -- replies "not acquired" with ms.
 local function wait(ms, held_back)
   held_back = held_back or 0
-  if place > 0 then line_join(line, value, place + held_back, queued, refresh or held_back > 0, true) end
+  if place > 0 then line_join(line, value, place + held_back, queued, refresh or held_back > 0, true, counter) end
   return fence_not_acquired(counter, ms, held_back, epoch_recorded)
 end
 
