@@ -62,11 +62,21 @@ func stoppedWaiterHandedTheKey(s *scenario, c *redis.Client, addr, key, holder, 
 	t, ctx := s.t, s.ctx
 	t.Helper()
 	env := map[string]string{"REDIS": addr, "KEY": key, "TTL": "2s", "HOLD": "50ms", "ROUNDS": "1"}
+	if s.tickets {
+		env["TICKETS"] = "1"
+	}
 	w := queueHelpers(t, c, key, 1, role, env)[0]
 	identity := map[bool]string{false: "waiter-", true: "naive-"}[s.naive] + strconv.Itoa(w.cmd.Process.Pid)
 	waiterChannel := protocol.WaiterChannel(key, identity)
 	waitSubscribed(ctx, t, c, waiterChannel)
 	time.Sleep(200 * time.Millisecond) // its attempt once subscribed has run
+	if s.tickets { // the waiter queued by ticket: its place is a value the counter passed
+		first := c.ZRangeWithScores(ctx, protocol.LineKey(key), 0, 0).Val()
+		counter, err := c.Get(ctx, protocol.FenceKey(key)).Float64()
+		if err != nil || len(first) != 1 || first[0].Score > counter {
+			t.Fatalf("the waiter's place %v with the counter at %v (%v): not a ticket", first, counter, err)
+		}
+	}
 
 	w.signal(syscall.SIGSTOP)
 	if err := c.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
@@ -110,9 +120,11 @@ func waitRequeued(ctx context.Context, t *testing.T, c *redis.Client, key, waite
 // older than the window: it confirms first, fails, and gets the key after
 // the other client released it: no overlap. Naive: a waiter counting from
 // its latest "not acquired" attempt, whatever counter it saw, believes it
-// holds the key while the other client does, which S1 catches.
+// holds the key while the other client does, which S1 catches. redlease
+// runs twice: its waiter queued by the clock and by ticket (the ticket is
+// a value the counter passes through, below the hand-off's).
 func TestALateDuplicatedNoticeAfterAnotherHolder(t *testing.T) {
-	variants(t, "redlease", "naive waiter counting from its latest attempt", time.Minute, func(t *testing.T, s *scenario) {
+	lineVariants(t, "redlease", "naive waiter counting from its latest attempt", time.Minute, func(t *testing.T, s *scenario) {
 		srv := redistest.StartStandalone(t)
 		c := srv.Client(t)
 		ctx := s.ctx
@@ -222,9 +234,10 @@ func TestAWaiterKilledRightAfterTheGrant(t *testing.T) {
 // fails and waits: S1 holds. Naive: a waiter with protocol 5's rule (the
 // latest attempt that saw a lower counter, whatever its history) counts
 // from its attempt that saw the other holder and holds beside it: S1
-// catches it.
+// catches it. redlease runs with its waiter queued by the clock and by
+// ticket.
 func TestALateNoticeAcrossARestartFromAnOlderSnapshot(t *testing.T) {
-	variants(t, "redlease", "naive waiter comparing counters across histories", time.Minute, func(t *testing.T, s *scenario) {
+	lineVariants(t, "redlease", "naive waiter comparing counters across histories", time.Minute, func(t *testing.T, s *scenario) {
 		srv := redistest.StartStandalone(t)
 		c := srv.Client(t)
 		ctx := s.ctx

@@ -24,7 +24,11 @@ func lineWaiter(ctx context.Context, client *redis.Client, key string, ttl time.
 	hold, _ := time.ParseDuration(os.Getenv("HOLD"))
 	rounds, _ := strconv.Atoi(os.Getenv("ROUNDS"))
 	id := "waiter-" + strconv.Itoa(os.Getpid())
-	l, err := lock.New(client, lock.WithTTL(ttl), lock.WithIdentity(id))
+	opts := []lock.Option{lock.WithTTL(ttl), lock.WithIdentity(id)}
+	if os.Getenv("TICKETS") == "1" {
+		opts = append(opts, lock.WithTicketOrder())
+	}
+	l, err := lock.New(client, opts...)
 	if err != nil {
 		emit(event{Kind: "error", Error: err.Error()})
 		return 1

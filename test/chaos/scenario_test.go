@@ -16,7 +16,10 @@ type scenario struct {
 	t     *testing.T
 	ctx   context.Context // the run's budget
 	naive bool
-	h     History
+	// tickets: redlease's waiter processes order the line by ticket
+	// (lock.WithTicketOrder; TICKETS=1 in their environment).
+	tickets bool
+	h       History
 }
 
 // newScenario starts a run of t with a budget of timeout.
@@ -34,6 +37,17 @@ func variants(t *testing.T, redlease, naive string, timeout time.Duration, body 
 	}{{redlease, false}, {naive, true}} {
 		t.Run(v.name, func(t *testing.T) { body(t, newScenario(t, timeout, v.naive)) })
 	}
+}
+
+// lineVariants is variants with a third run, redlease's code with the
+// line ordered by ticket (s.tickets), named redlease + ", ticket order".
+func lineVariants(t *testing.T, redlease, naive string, timeout time.Duration, body func(t *testing.T, s *scenario)) {
+	variants(t, redlease, naive, timeout, body)
+	t.Run(redlease+", ticket order", func(t *testing.T) {
+		s := newScenario(t, timeout, false)
+		s.tickets = true
+		body(t, s)
+	})
 }
 
 // check is the verdict on what a checker found: redlease's run must be
