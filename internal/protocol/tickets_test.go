@@ -27,6 +27,15 @@ func (s *server) join(key, v string, tickets, queued bool) int64 {
 	return res[2]
 }
 
+// heldJob is a server on which holder:1 holds key "job", with its fence.
+func heldJob(t *testing.T) (s *server, key, holder string, fence int64) {
+	t.Helper()
+	s, key, holder = newServer(t), "job", value(t, "holder:1")
+	ok, fence := s.take(key, holder, false)
+	s.took(ok, fence, "the holder")
+	return s, key, holder, fence
+}
+
 // place is v's score in key's line.
 func (s *server) place(key, v string) float64 {
 	s.t.Helper()
@@ -56,10 +65,7 @@ func TestTicketOrderQueuesByTheCounter(t *testing.T) {
 		{"tickets", true, []string{"incr"}, []string{"time", "get"}, 6},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newServer(t)
-			const key = "job"
-			ok, fence := s.take(key, value(t, "holder:1"), false)
-			s.took(ok, fence, "the holder")
+			s, key, _, fence := heldJob(t)
 			waiters := []string{value(t, "a:1"), value(t, "b:1"), value(t, "c:1")}
 			seen := []int64{}
 			for i, v := range waiters {
@@ -129,11 +135,7 @@ func TestTicketOrderQueuesByTheCounter(t *testing.T) {
 // before those who queue after that attempt, not after everyone who ever
 // queues while it waits. Without it the clock waiter is served last here.
 func TestAClockPlaceTakesATicketAfterTheSwitch(t *testing.T) {
-	s := newServer(t)
-	const key = "job"
-	holder := value(t, "holder:1")
-	ok, fence := s.take(key, holder, false)
-	s.took(ok, fence, "the holder")
+	s, key, holder, _ := heldJob(t)
 	before, early, late := value(t, "before:1"), value(t, "early:1"), value(t, "late:1")
 	s.join(key, before, false, false)
 	clock := s.place(key, before)
@@ -165,11 +167,7 @@ func TestAClockPlaceTakesATicketAfterTheSwitch(t *testing.T) {
 // still in line, and every fence after it above every fence before. A
 // counter that restarted at 1 would put the new waiter first.
 func TestALostCounterTicketsAboveTheLine(t *testing.T) {
-	s := newServer(t)
-	const key = "job"
-	holder := value(t, "holder:1")
-	ok, fence := s.take(key, holder, false)
-	s.took(ok, fence, "the holder")
+	s, key, holder, _ := heldJob(t)
 	first := value(t, "first:1")
 	ticket := s.join(key, first, true, false)
 	s.must(s.c.Del(s.ctx, protocol.FenceKey(key)).Err())
@@ -189,10 +187,7 @@ func TestALostCounterTicketsAboveTheLine(t *testing.T) {
 // oldest arrival is the oldest clock waiter's (none when every waiter has
 // a ticket).
 func TestTheReadListsTicketsWithoutArrivals(t *testing.T) {
-	s := newServer(t)
-	const key = "job"
-	ok, fence := s.take(key, value(t, "holder:1"), false)
-	s.took(ok, fence, "the holder")
+	s, key, _, _ := heldJob(t)
 	s.join(key, value(t, "ticket:1"), true, false)
 	h, err := protocol.ReadHolderWaiters(s.ctx, s.r, key, 10)
 	s.must(err)

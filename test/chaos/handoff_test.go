@@ -70,7 +70,8 @@ func stoppedWaiterHandedTheKey(s *scenario, c *redis.Client, addr, key, holder, 
 	waiterChannel := protocol.WaiterChannel(key, identity)
 	waitSubscribed(ctx, t, c, waiterChannel)
 	time.Sleep(200 * time.Millisecond) // its attempt once subscribed has run
-	if s.tickets { // the waiter queued by ticket: its place is a value the counter passed
+	// Queued by ticket, the waiter's place is a value the counter passed.
+	if s.tickets {
 		first := c.ZRangeWithScores(ctx, protocol.LineKey(key), 0, 0).Val()
 		counter, err := c.Get(ctx, protocol.FenceKey(key)).Float64()
 		if err != nil || len(first) != 1 || first[0].Score > counter {
