@@ -38,7 +38,8 @@ type ProcessLib struct {
 }
 
 // ProcessLibs are the processes scenario's libraries: redlease with its
-// defaults, with WithFIFO and with WithTicketOrder, through the lock agent (AgentProcessLibs),
+// defaults, with WithFIFO and with WithTicketOrder as scripts, and with
+// its defaults through the library's functions, through the lock agent (AgentProcessLibs),
 // and each peer with the tuning that did best in the in-process hand-off
 // (1 ms retries).
 func ProcessLibs() []ProcessLib {
@@ -46,15 +47,22 @@ func ProcessLibs() []ProcessLib {
 }
 
 func redleaseProcessLibs() []ProcessLib {
+	// The script rows say FunctionsOff: the functions row loads the
+	// library on the server they share, where a Locker's default would
+	// call it.
+	scripts := lock.WithFunctions(lock.FunctionsOff)
 	return []ProcessLib{
-		{"redlease", FamilyRedlease, "a Locker per process, defaults (waiting line)", 0, func(c *redis.Client, ttl time.Duration) (*Lib, error) {
-			return NewRedlease("redlease", "", c, lock.WithTTL(ttl))
+		{"redlease", FamilyRedlease, "a Locker per process, defaults (waiting line), scripts", 0, func(c *redis.Client, ttl time.Duration) (*Lib, error) {
+			return NewRedlease("redlease", "", c, lock.WithTTL(ttl), scripts)
 		}},
-		{"redlease (FIFO)", FamilyRedlease, "a Locker per process, WithFIFO()", 0, func(c *redis.Client, ttl time.Duration) (*Lib, error) {
-			return NewRedlease("redlease (FIFO)", "", c, lock.WithTTL(ttl), lock.WithFIFO())
+		{"redlease (FIFO)", FamilyRedlease, "a Locker per process, WithFIFO(), scripts", 0, func(c *redis.Client, ttl time.Duration) (*Lib, error) {
+			return NewRedlease("redlease (FIFO)", "", c, lock.WithTTL(ttl), lock.WithFIFO(), scripts)
 		}},
-		{"redlease (ticket order)", FamilyRedlease, "a Locker per process, WithTicketOrder()", 0, func(c *redis.Client, ttl time.Duration) (*Lib, error) {
-			return NewRedlease("redlease (ticket order)", "", c, lock.WithTTL(ttl), lock.WithTicketOrder())
+		{"redlease (ticket order)", FamilyRedlease, "a Locker per process, WithTicketOrder(), scripts", 0, func(c *redis.Client, ttl time.Duration) (*Lib, error) {
+			return NewRedlease("redlease (ticket order)", "", c, lock.WithTTL(ttl), lock.WithTicketOrder(), scripts)
+		}},
+		{"redlease (functions)", FamilyRedlease, "a Locker per process, the library's functions (FCALL: WithFunctions(FunctionsLoad), as on a store whose controller loaded them)", 0, func(c *redis.Client, ttl time.Duration) (*Lib, error) {
+			return NewRedlease("redlease (functions)", "", c, lock.WithTTL(ttl), lock.WithFunctions(lock.FunctionsLoad))
 		}},
 	}
 }

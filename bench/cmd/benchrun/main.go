@@ -38,6 +38,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlease/redlease/bench"
+	"github.com/redlease/redlease/internal/protocol"
 )
 
 // settings are the knobs of one run.
@@ -354,7 +355,13 @@ func run(ctx context.Context, s settings) (*results, error) {
 	}{
 		{scUncontended, func() (err error) { res.uncontended, err = runUncontended(ctx, s, cnt, client, srv); return err }},
 		{scHandoff, func() (err error) { res.handoff, err = runHandoff(ctx, s, cnt, client); return err }},
-		{scProcesses, func() (err error) { res.processes, err = runProcesses(ctx, s, cnt, srv.Addr); return err }},
+		{scProcesses, func() (err error) {
+			res.processes, err = runProcesses(ctx, s, cnt, srv.Addr)
+			// Its functions row loaded the library: the scenarios after it
+			// run as they would without it.
+			_ = admin.FunctionDelete(ctx, protocol.LibraryName).Err()
+			return err
+		}},
 		{scRedlock, func() (err error) { res.redlock, err = runRedlock(ctx, s); return err }},
 		{scHeld, func() (err error) { res.held, err = runHeld(ctx, s, srv, admin, client); return err }},
 		{scFamily, func() (err error) { res.family, err = runFamily(ctx, s, cnt, client); return err }},

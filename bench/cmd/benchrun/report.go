@@ -431,7 +431,7 @@ func writeHeadlines(b *strings.Builder, res *results) {
 	b.WriteString("### Headlines\n\n")
 	writeUncontendedHeadlines(b, res.uncontended)
 	writeContendedHeadlines(b, res.handoff, "Hand-off", "workers", "redlease")
-	writeContendedHeadlines(b, res.processes, "Between processes", "processes", "redlease", "redlease (FIFO)", "redlease (ticket order)")
+	writeContendedHeadlines(b, res.processes, "Between processes", "processes", "redlease", "redlease (FIFO)", "redlease (ticket order)", "redlease (functions)")
 	writeAgentHeadlines(b, res)
 	writeFamilyHeadlines(b, res.family)
 	for _, lv := range levels(res.redlock) {
