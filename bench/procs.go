@@ -37,11 +37,11 @@ type ProcessLib struct {
 	build        func(client *redis.Client, ttl time.Duration) (*Lib, error)
 }
 
-// ProcessLibs are the processes scenario's libraries: redlease with its
-// defaults, with WithFIFO and with WithTicketOrder as scripts, and with
-// its defaults through the library's functions, through the lock agent (AgentProcessLibs),
-// and each peer with the tuning that did best in the in-process hand-off
-// (1 ms retries).
+// ProcessLibs are the processes scenario's libraries: redlease as
+// scripts with its defaults, with WithFIFO and with WithTicketOrder, and
+// with its defaults through the library's functions; redlease through the
+// lock agent (AgentProcessLibs); and each peer with the tuning that did
+// best in the in-process hand-off (1 ms retries).
 func ProcessLibs() []ProcessLib {
 	return slices.Concat(redleaseProcessLibs(), AgentProcessLibs(), peerProcessLibs())
 }

@@ -66,11 +66,12 @@ func acquireAllCall(keys []string, a AcquireArgs, wait bool) Call {
 	case a.Quarantine.On:
 		args = append(args, "0", "0", "0") // not waiting: no place, no window
 	}
-	if a.Quarantine.On || (wait && a.Tickets) {
+	tickets := wait && a.Tickets // ARGV[13], after the quarantine's two
+	if a.Quarantine.On || tickets {
 		args = a.Quarantine.appendArgv(args)
 	}
-	if wait && a.Tickets {
-		args = append(args, flagOn) // ARGV[13], ticket order
+	if tickets {
+		args = append(args, flagOn)
 	}
 	return Call{acquireAllScript, allKeys(keys, suffixesFor(allSuffixes, a.Quarantine)), args}
 }

@@ -25,7 +25,7 @@ type Script struct {
 	function string // FunctionName
 	src      string // the pieces it uses, then body: what EVALSHA runs
 	body     string // what the library's function runs, the pieces defined at load
-	fast     string // the uncontended path src runs after the fence piece (newFastScript); body starts with it
+	fast     string // the uncontended path src and body start with (newFastScript)
 	// readOnly scripts are flagged no-writes in the library and called
 	// with FCALL_RO.
 	readOnly bool

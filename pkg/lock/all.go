@@ -102,8 +102,6 @@ func (l *Locker) holdAll(ctx context.Context, s *single, keys []string, c claim,
 	return newMultiLease(leases, s, c.value, l.cfg.closeTimeout), nil
 }
 
-// allBackend is the one-server backend TryAcquireAll runs on, or why it
-// cannot run.
 // allClaim is the backend that takes keys together (allBackend) and a
 // first claim on them, one value for every key.
 func (l *Locker) allClaim(keys []string) (*single, claim, error) {
@@ -115,6 +113,8 @@ func (l *Locker) allClaim(keys []string) (*single, claim, error) {
 	return s, c, err
 }
 
+// allBackend is the one-server backend TryAcquireAll runs on, or why it
+// cannot run.
 func (l *Locker) allBackend(keys []string) (*single, error) {
 	s, ok := l.backend.(*single)
 	switch {

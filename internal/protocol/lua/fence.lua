@@ -31,21 +31,6 @@ local function next_fence(counter)
   return fence_checked(counter, redis.pcall('INCR', counter))
 end
 
-
--- fence_grant is a grant's fence: the next token from counter when
--- argv[3] (the scripts' fencing flag) is "1", else 0. On an error it runs
--- undo (which gives back what the grant took: Redis does not roll back a
--- script's writes) and returns nil and the error reply.
-local function fence_grant(argv, counter, undo)
-  if argv[3] ~= '1' then return 0 end
-  local fence, err = next_fence(counter)
-  if not fence then
-    undo()
-    return nil, err
-  end
-  return fence
-end
-
 -- fence_seen is the counter as a "not acquired" reply reports it (protocol
 -- 4): every hand-off increments it (line.lua), so an attempt that saw a
 -- value lower than a hand-off's ran before that hand-off — within one

@@ -67,12 +67,13 @@ local function line_arrival(counter, kind)
 end
 
 -- line_kept is value's place in line, looked up: nil when it has none.
--- Under ticket order a place scored above the counter (a ticket is at
--- most the counter plus its kind's fraction) (fence_known, read
--- here for the reply) was scored by the clock before the lock switched,
--- and would stay behind every ticket drawn since: it is scored again with
--- a ticket, at the back of today's line, so a waiter that queued before
--- the switch waits no longer than one that queues now.
+-- Under ticket order it reads the counter into fence_known (the reply
+-- reports it). A place a whole point or more above the counter (a ticket
+-- is at most the counter plus its kind's fraction) was scored by the
+-- clock before the lock switched, and would stay behind every ticket
+-- drawn since: it is scored again with a ticket, at the back of today's
+-- line, so a waiter that queued before the switch waits no longer than
+-- one that queues now.
 local function line_kept(line, value, counter, kind)
   local score = redis.call('ZSCORE', line, value)
   if not score or not (line_tickets and counter) then return score end

@@ -10,8 +10,15 @@
 -- permit held by nobody.
 -- Returns {1, fence} (fence 0 without fencing), or an error reply.
 local function lease_taken(argv, counter, channel, undo, record)
-  local fence, err = fence_grant(argv, counter, undo)
-  if not fence then return err end
+  local fence = 0
+  if argv[3] == '1' then
+    local err
+    fence, err = next_fence(counter)
+    if not fence then
+      undo()
+      return err
+    end
+  end
   if record then record(fence) end
   if argv[5] == '1' then
     local sent = events_pcall(channel, 'acquired ' .. argv[4])
