@@ -70,8 +70,9 @@ func Main(args []string) int {
 			fs := flag.NewFlagSet("file-ledger", flag.ExitOnError)
 			ns, lk, path := fs.String("namespace", "", ""), fs.String("lock", "", ""), fs.String("ledger", "", "the ledger file")
 			rounds := fs.Int("rounds", 1, "")
+			hold := fs.Duration("hold", 0, "how long each lease is kept after its write")
 			_ = fs.Parse(args[1:])
-			return runFileLedger(*ns, *lk, *path, *rounds)
+			return runFileLedger(*ns, *lk, *path, *rounds, *hold)
 		case "write-once":
 			fs := flag.NewFlagSet("write-once", flag.ExitOnError)
 			name, store, ns := fs.String("name", "", ""), fs.String("store", "", ""), fs.String("namespace", "", "")

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/redlease/redlease/pkg/lock"
 )
@@ -22,9 +23,10 @@ import (
 // (examples/agent): rounds times, take DistributedLock namespace/lockName
 // with the library (pkg/kube, as a Go pod does), append "FENCE COUNT" to
 // the fenced ledger file only with a fence above its last line's, print
-// "fence N", release. The same ledger format as the examples, so a Go pod
-// and pods in other languages (through their agents) share one ledger.
-func runFileLedger(namespace, lockName, path string, rounds int) int {
+// "fence N", keep the lease for hold (the examples' HOLD_MS), release. The
+// same ledger format as the examples, so a Go pod and pods in other
+// languages (through their agents) share one ledger.
+func runFileLedger(namespace, lockName, path string, rounds int, hold time.Duration) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	l, err := podLocker(ctx, "", namespace, lockName)
@@ -40,6 +42,7 @@ func runFileLedger(namespace, lockName, path string, rounds int) int {
 			return 1
 		}
 		err = appendFenced(path, lease)
+		time.Sleep(hold)
 		_ = lease.Release(context.Background()) // lost or released: the next round acquires afresh
 		if err != nil {
 			printf(os.Stderr, "file-ledger: %v\n", err)

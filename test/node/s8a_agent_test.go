@@ -24,7 +24,15 @@ import (
 )
 
 // agentRounds is how many writes each of scenario 8a's three pods makes.
-const agentRounds = 12
+const agentRounds = 8
+
+// agentHold is how long each pod keeps each lease. A pod that gives the
+// lock back re-joins its line within milliseconds; the other two pods' holds
+// give it twice this (far more than that) before the rotation check would
+// call a late re-join a queue jump. With no hold, a pod starved of CPU on
+// the two-core node for two short critical sections (about 100 ms each)
+// once missed its turn.
+const agentHold = 400 * time.Millisecond
 
 // agentLedgerDir is the host directory the three pods share as their fenced
 // ledger (a hostPath: one node).
@@ -123,9 +131,11 @@ func TestScenario8aAgentClientsInThreeLanguages(t *testing.T) {
 	// they contend from their first round whatever their start times.
 	gate := holdUntilWaiting(t, ns, "ledger", 3)
 	rounds := strconv.Itoa(agentRounds)
-	apply(t, contenderJob(ns, "go", env(t, "DEMO_IMAGE"), []string{"/demo", "file-ledger", "--namespace", ns, "--lock", "ledger", "--ledger", "/ledger/ledger", "--rounds", rounds}, nil))
-	apply(t, withAgent(t, contenderJob(ns, "python", env(t, "PYTHON_IMAGE"), []string{"/python3.11", "-S", "/app/ledger.py", "ledger", "/ledger/ledger", rounds}, map[string]string{"PYTHONHOME": "/usr"})))
-	apply(t, withAgent(t, contenderJob(ns, "node", env(t, "NODEJS_IMAGE"), []string{"/node", "/app/ledger.js", "ledger", "/ledger/ledger", rounds}, nil)))
+	apply(t, contenderJob(ns, "go", env(t, "DEMO_IMAGE"), []string{"/demo", "file-ledger", "--namespace", ns, "--lock", "ledger", "--ledger", "/ledger/ledger", "--rounds", rounds, "--hold", agentHold.String()}, nil))
+	apply(t, withAgent(t, contenderJob(ns, "python", env(t, "PYTHON_IMAGE"), []string{"/python3.11", "-S", "/app/ledger.py", "ledger", "/ledger/ledger", rounds},
+		map[string]string{"PYTHONHOME": "/usr", "WORK_SECONDS": strconv.FormatFloat(agentHold.Seconds(), 'g', -1, 64)})))
+	apply(t, withAgent(t, contenderJob(ns, "node", env(t, "NODEJS_IMAGE"), []string{"/node", "/app/ledger.js", "ledger", "/ledger/ledger", rounds},
+		map[string]string{"HOLD_MS": strconv.FormatInt(agentHold.Milliseconds(), 10)})))
 	gate()
 	begin := time.Now()
 	if _, err := kubectlErr(t, "wait", "-n", ns, "--for=condition=Complete", "job", "--all", "--timeout=4m"); err != nil {
@@ -135,7 +145,7 @@ func TestScenario8aAgentClientsInThreeLanguages(t *testing.T) {
 		}
 		t.Fatalf("the three Jobs did not complete: %v", err)
 	}
-	t.Logf("MEASURE 3 pods × %d writes under one lock (Go library, Python and Node through their agents): %s", agentRounds, ms(time.Since(begin)))
+	t.Logf("MEASURE 3 pods × %d writes under one lock (Go library, Python and Node through their agents), each lease held %s: %s", agentRounds, agentHold, ms(time.Since(begin)))
 	checkAgentLedger(t, ns)
 }
 
