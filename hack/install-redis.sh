@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Makes sure Debian's redis-server and redis-sentinel (and redis-cli) are on
-# PATH; the tests start real servers and never mock Redis.
+# PATH, and libfaketime installed; the tests start real servers and never
+# mock Redis.
 set -euo pipefail
 . "$(dirname "$0")/lib-apt.sh"
+
+# libfaketime steps a test server's wall clock
+# (redistest.StartWithSteppableClock).
+if ! compgen -G '/usr/lib/*/faketime/libfaketime.so.1' >/dev/null; then
+	echo "[install-redis] missing: libfaketime" >&2
+	apt_install install-redis libfaketime
+fi
 
 missing=()
 for b in redis-server redis-sentinel redis-cli; do

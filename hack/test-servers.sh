@@ -29,6 +29,11 @@ suites=(
 flavours=()
 [ "${SERVERS_SKIP_INSTALLED:-}" = 1 ] || flavours+=("$(command -v redis-server | xargs dirname)")
 while read -r dir; do flavours+=("$dir"); done < <(hack/build-servers.sh)
+# The tests that step a server's clock run a built server where the
+# flavour's links the system jemalloc (Makefile's STEPPABLE).
+if [ -z "${REDLEASE_STEPPABLE_SERVER:-}" ] && [ ${#flavours[@]} -gt 0 ]; then
+	export REDLEASE_STEPPABLE_SERVER="${flavours[-1]}/redis-server"
+fi
 if [ ${#flavours[@]} -eq 0 ]; then
 	echo "[test-servers] SKIPPED: no other server to test (no sources, see above)"
 	exit 0

@@ -36,9 +36,10 @@ return n
 // whose PTTL is <= d, in one Lua script (KEYS + PTTL + PEXPIRE/DEL), so the
 // change is atomic. Keys without TTL are untouched.
 //
-// The real thing (libfaketime) cannot be used: it hangs Debian's
-// redis-server at start. The simulation covers what matters to a lock, the
-// keys' remaining lifetimes; TIME and the server's own timers are unchanged.
+// It works on every server, Debian's included, where the real thing
+// (libfaketime, StartWithSteppableClock) hangs at start. The simulation
+// covers what matters to a lock's expiry, the keys' remaining lifetimes;
+// TIME and the server's own timers are unchanged.
 //
 // It acts on database 0 of a writable node (standalone, master, cluster
 // master); a read-only replica refuses the script. The changes are

@@ -13,10 +13,10 @@ type process struct {
 	done chan struct{} // closed once the process has exited and been reaped
 }
 
-// spawn starts binary with conf as its config file. Its stdout and stderr go
-// to console, which catches what Redis prints before it opens its log file
-// (config errors).
-func spawn(binary, conf, dir, console string) (*process, error) {
+// spawn starts binary with conf as its config file, env added to the
+// environment. Its stdout and stderr go to console, which catches what
+// Redis prints before it opens its log file (config errors).
+func spawn(binary string, env []string, conf, dir, console string) (*process, error) {
 	out, err := os.OpenFile(console, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) //nolint:gosec // G304: the console file in the server's own home directory
 	if err != nil {
 		return nil, err
@@ -26,6 +26,9 @@ func spawn(binary, conf, dir, console string) (*process, error) {
 	defer func() { _ = out.Close() }()
 	cmd := exec.Command(binary, conf) //nolint:gosec,noctx // G204: starting redis-server/redis-sentinel is this harness's job; noctx: the server outlives the call that starts it, kill() stops it
 	cmd.Dir = dir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {

@@ -37,16 +37,29 @@ type Server struct {
 	dataDir  string // RDB and AOF files, wiped by RestartEmpty
 	caPEM    []byte // WithTLS: the CA the server's certificate chains to
 
+	// program is the executable to run when not binary from PATH, env
+	// what the process gets added to the test's environment, and
+	// clockOffset (under mu) the wall-clock offset libfaketime reads from
+	// clockFile (StartWithSteppableClock; all empty otherwise).
+	program     string
+	env         []string
+	clockFile   string
+	clockOffset time.Duration
+
 	mu   sync.Mutex // serialises lifecycle changes and guards proc
 	proc *process   // latest run; nil before the first start
 }
 
 // launch creates a server in a fresh temp dir, picks a free port, writes the
-// config from conf and starts it, failing t if it does not answer. The server
-// is killed in t.Cleanup; if the test failed, its log tail is logged first.
-func launch(t testing.TB, binary, password string, bus bool, conf func(*Server) ([]string, error)) *Server {
+// config from conf and starts it, failing t if it does not answer. setup
+// adjusts the server before its first start. The server is killed in
+// t.Cleanup; if the test failed, its log tail is logged first.
+func launch(t testing.TB, binary, password string, bus bool, conf func(*Server) ([]string, error), setup ...func(*Server)) *Server {
 	t.Helper()
 	s, err := launchIn(t.TempDir(), binary, password, bus, conf, func(s *Server) {
+		for _, f := range setup {
+			f(s)
+		}
 		t.Cleanup(func() {
 			if t.Failed() {
 				t.Logf("redistest: %s log tail:\n%s", s, s.logTail())
@@ -175,7 +188,11 @@ func (s *Server) startLocked() error {
 	if s.proc != nil && !s.proc.exited() {
 		return fmt.Errorf("redistest: %s is already running (pid %d)", s, s.proc.pid())
 	}
-	p, err := spawn(s.binary, s.confPath(), s.home, s.consolePath())
+	program := s.binary
+	if s.program != "" {
+		program = s.program
+	}
+	p, err := spawn(program, s.env, s.confPath(), s.home, s.consolePath())
 	if err != nil {
 		return fmt.Errorf("redistest: starting %s: %w", s, err)
 	}
