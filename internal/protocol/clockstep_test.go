@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlease/redlease/internal/protocol"
 	"github.com/redlease/redlease/internal/redistest"
 )
 
@@ -40,14 +39,7 @@ func TestAClockStepBackReordersOnlyTheClockLine(t *testing.T) {
 				t.Fatalf("the server's TIME went from %v to %v: not a minute back", before, after)
 			}
 			s.join(key, value(t, "late:1"), tt.tickets, false)
-			next := holder
-			for i, want := range tt.order {
-				expect(t, s.give(key, next, time.Second), true, "a release")
-				next = s.c.Get(s.ctx, key).Val()
-				expect(t, protocol.IdentityFromValue(next), want, "hand-off "+string(rune('1'+i)))
-				ok, f := s.take(key, next, true)
-				s.took(ok, f, want)
-			}
+			s.handsOffInOrder(key, holder, tt.order...)
 		})
 	}
 }

@@ -146,18 +146,21 @@ func TestAClockPlaceTakesATicketAfterTheSwitch(t *testing.T) {
 	seen := s.join(key, before, true, true)
 	expect(t, s.place(key, before), float64(seen), "the clock waiter's place after its attempt with ticket order: its new ticket")
 	s.join(key, late, true, false)
-	order := []string{}
+	s.handsOffInOrder(key, holder, "early:1", "before:1", "late:1")
+}
+
+// handsOffInOrder releases key from holder on, each release handing it to
+// the next waiter, who confirms it (a fence above the last): the waiters
+// must be the identities want, in that order.
+func (s *server) handsOffInOrder(key, holder string, want ...string) {
+	s.t.Helper()
 	next := holder
-	for range 3 {
-		expect(t, s.give(key, next, time.Second), true, "a release")
+	for i, w := range want {
+		expect(s.t, s.give(key, next, time.Second), true, "a release")
 		next = s.c.Get(s.ctx, key).Val()
-		order = append(order, protocol.IdentityFromValue(next))
+		expect(s.t, protocol.IdentityFromValue(next), w, "hand-off "+string(rune('1'+i)))
 		ok, f := s.take(key, next, true)
-		s.took(ok, f, protocol.IdentityFromValue(next))
-	}
-	expect(t, len(order), 3, "hand-offs")
-	for i, want := range []string{"early:1", "before:1", "late:1"} {
-		expect(t, order[i], want, "hand-off "+string(rune('1'+i)))
+		s.took(ok, f, w)
 	}
 }
 
