@@ -245,11 +245,13 @@ func (r *DistributedLockReconciler) finishLock(ctx context.Context, rd *round, o
 	observed := dl.Status.DeepCopy() // for the metrics, written or not
 	now := r.now()
 	changed := !equality.Semantic.DeepEqual(orig.Status, dl.Status)
-	if changed && !statusUrgent(&orig.Status, &dl.Status, rd) && !st.writeDue(now, r.opts.ProbeInterval) {
+	deferred := changed && !statusUrgent(&orig.Status, &dl.Status, rd) && !st.writeDue(now, r.opts.ProbeInterval)
+	if deferred {
 		// Only the holder or the fence moved, and this lock's status was
 		// written less than a probe interval ago: busy locks would write
 		// (and wake every pod watching them) on every reconcile. The next
-		// reconcile past the interval publishes it.
+		// reconcile past the interval publishes it, within one interval
+		// (nextReconcile would wait for a store lock's resync).
 		dl.Status = orig.Status
 		changed = false
 		log.V(2).Info("holder change deferred to the status cadence")
@@ -275,6 +277,9 @@ func (r *DistributedLockReconciler) finishLock(ctx context.Context, rd *round, o
 		return reconcile.Result{}, terminal
 	}
 	next := r.nextReconcile(rd, &st.retry, ready)
+	if deferred {
+		next = min(next, r.opts.ProbeInterval)
+	}
 	if q := rd.quarantine; q.read && q.left > 0 {
 		// Back when the quarantine ends, to clear status.quarantinedUntil.
 		next = min(next, q.left+quarantineRecheck)

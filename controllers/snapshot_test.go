@@ -111,3 +111,51 @@ func serverReads(t *testing.T, c *redis.Client) int64 {
 	t.Fatal("INFO stats has no total_reads_processed")
 	return 0
 }
+
+// Holder changes on a lock on a store that follow its last status write
+// closely: the store's next batched read enqueues the lock less than a
+// probe interval after that write, so the change waits for the status
+// cadence (at most one such write per interval). It must then come back
+// when the write is due, not at a store lock's resync ten probe intervals
+// later: 108 s of the quick start's 3-minute wait for the holder in one CI
+// run of make test-node. Two changes: a pod takes the lock right after it
+// became Ready, and a second pod takes it over the moment the first
+// holder shows (that write followed a read of the store's, so the next
+// read, one interval after it, comes less than an interval after the
+// write).
+func TestADeferredHolderChangeIsWrittenWithinAnInterval(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{})
+	srv := redistest.StartStandalone(t)
+	ls := &v1alpha1.LockStore{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "cadence"},
+		Spec: v1alpha1.LockStoreSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}}}
+	if err := h.c.Create(h.ctx(), ls); err != nil {
+		t.Fatal(err)
+	}
+	h.create("fresh", onStore(v1alpha1.StoreKindLockStore, ls.Name, ""))
+	dl := h.waitFor("fresh", "Ready", isReady)
+	var previous *lock.Lease
+	for _, pod := range []string{"first-pod", "second-pod"} {
+		locker := newLocker(t, h.podClient(dl), lock.WithIdentity(pod), lock.WithTTL(30*time.Second))
+		if previous != nil {
+			if err := previous.Release(h.ctx()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		taken := time.Now()
+		lease, err := locker.TryAcquire(h.ctx(), dl.Status.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = lease.Release(context.Background()) })
+		h.waitFor("fresh", pod+" observed", holderIs(pod, lease.Fence()))
+		// Expected: one probe interval (1 s) and a reconcile; bound 5 s,
+		// half the lock's 10 s resync.
+		d := time.Since(taken)
+		t.Logf("%s reached the lock's status %v after its acquisition", pod, d)
+		if d > 5*time.Second {
+			t.Errorf("%s reached the lock's status %v after its acquisition: the deferred write waited for the resync", pod, d)
+		}
+		previous = lease
+	}
+}
