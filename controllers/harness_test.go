@@ -233,6 +233,17 @@ func (h *harness) ctx() context.Context {
 	return ctx
 }
 
+// createStore creates a Standalone LockStore name on addr in the
+// harness's namespace (its reconcile makes it Ready; nothing waits here).
+func (h *harness) createStore(t testing.TB, name, addr string) {
+	t.Helper()
+	ls := &v1alpha1.LockStore{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name},
+		Spec: v1alpha1.LockStoreSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{addr}}}}
+	if err := h.c.Create(h.ctx(), ls); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // create creates a DistributedLock named name in the test namespace.
 func (h *harness) create(name string, spec v1alpha1.DistributedLockSpec) *v1alpha1.DistributedLock {
 	h.t.Helper()

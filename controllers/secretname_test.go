@@ -142,12 +142,8 @@ func (h *harness) conflicts(cs *v1alpha1.ClusterLockStore) {
 
 	// The LockStore's lock names the Secret the ClusterLockStore writes.
 	srv := redistest.StartStandalone(h.t)
-	ls := &v1alpha1.LockStore{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "own"},
-		Spec: v1alpha1.LockStoreSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}}}
-	if err := h.c.Create(h.ctx(), ls); err != nil {
-		h.t.Fatal(err)
-	}
-	spec = onStore(v1alpha1.StoreKindLockStore, ls.Name, "f")
+	h.createStore(h.t, "own", srv.Addr())
+	spec = onStore(v1alpha1.StoreKindLockStore, "own", "f")
 	spec.CredentialsSecretName = "billing-redis"
 	h.create("f", spec)
 	h.waitFor("f", "CredentialsSecretConflict", notReadyBecause(v1alpha1.ReasonCredentialsSecretConflict))

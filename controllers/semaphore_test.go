@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/redlease/redlease/api/v1alpha1"
@@ -129,12 +128,8 @@ func TestSemaphoreOnAStore(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOptions{})
 	srv := redistest.StartStandalone(t)
-	ls := &v1alpha1.LockStore{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "sem-store"},
-		Spec: v1alpha1.LockStoreSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}}}
-	if err := h.c.Create(h.ctx(), ls); err != nil {
-		t.Fatal(err)
-	}
-	spec := onStore(v1alpha1.StoreKindLockStore, ls.Name, "")
+	h.createStore(t, "sem-store", srv.Addr())
+	spec := onStore(v1alpha1.StoreKindLockStore, "sem-store", "")
 	spec.Permits = 2
 	h.create("pool", spec)
 	dl := h.waitFor("pool", "Ready", isReady)

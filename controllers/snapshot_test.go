@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/redlease/redlease/api/v1alpha1"
 	"github.com/redlease/redlease/internal/redistest"
@@ -36,15 +35,11 @@ func TestLocksOnAStoreReadInBatches(t *testing.T) {
 	const locks = 120
 	h := newHarness(t, harnessOptions{concurrency: 4})
 	srv := redistest.StartStandalone(t)
-	ls := &v1alpha1.LockStore{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "batched"},
-		Spec: v1alpha1.LockStoreSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}}}
-	if err := h.c.Create(h.ctx(), ls); err != nil {
-		t.Fatal(err)
-	}
+	h.createStore(t, "batched", srv.Addr())
 	names := make([]string, locks)
 	for i := range names {
 		names[i] = fmt.Sprintf("lock-%03d", i)
-		h.create(names[i], onStore(v1alpha1.StoreKindLockStore, ls.Name, ""))
+		h.create(names[i], onStore(v1alpha1.StoreKindLockStore, "batched", ""))
 	}
 	for _, n := range names {
 		h.waitFor(n, "Ready", isReady)
@@ -127,12 +122,8 @@ func TestADeferredHolderChangeIsWrittenWithinAnInterval(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOptions{})
 	srv := redistest.StartStandalone(t)
-	ls := &v1alpha1.LockStore{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "cadence"},
-		Spec: v1alpha1.LockStoreSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{srv.Addr()}}}}
-	if err := h.c.Create(h.ctx(), ls); err != nil {
-		t.Fatal(err)
-	}
-	h.create("fresh", onStore(v1alpha1.StoreKindLockStore, ls.Name, ""))
+	h.createStore(t, "cadence", srv.Addr())
+	h.create("fresh", onStore(v1alpha1.StoreKindLockStore, "cadence", ""))
 	dl := h.waitFor("fresh", "Ready", isReady)
 	var previous *lock.Lease
 	for _, pod := range []string{"first-pod", "second-pod"} {

@@ -97,16 +97,6 @@ func TestWaitingLineInStatus(t *testing.T) {
 	}
 }
 
-// createStore creates a Standalone LockStore on addr and waits for it.
-func (h *harness) createStore(t *testing.T, name, addr string) {
-	t.Helper()
-	ls := &v1alpha1.LockStore{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name},
-		Spec: v1alpha1.LockStoreSpec{Redis: v1alpha1.RedisSpec{Mode: v1alpha1.RedisModeStandalone, Addresses: []string{addr}}}}
-	if err := h.c.Create(h.ctx(), ls); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // take makes identity hold key (a lock, or one of a semaphore's permits)
 // for the rest of the test, with a Locker of its own on c.
 func take(t *testing.T, c redis.UniversalClient, key string, permits int, identity string) {
