@@ -41,8 +41,9 @@ func runFileLedger(namespace, lockName, path string, rounds int, hold time.Durat
 			printf(os.Stderr, "file-ledger: %v\n", err)
 			return 1
 		}
-		err = appendFenced(path, lease)
-		time.Sleep(hold)
+		if err = appendFenced(path, lease); err == nil {
+			time.Sleep(hold)
+		}
 		_ = lease.Release(context.Background()) // lost or released: the next round acquires afresh
 		if err != nil {
 			printf(os.Stderr, "file-ledger: %v\n", err)
